@@ -1,0 +1,116 @@
+/**
+ * The one typed, validated configuration object the whole app is built from.
+ * Produced by `loadRouterConfig` (config.loader.ts) from flags > ROUTER_* env > file > defaults,
+ * and injected everywhere under the `RouterConfig` class token.
+ * All durations are milliseconds; all names are already defaulted and checked for uniqueness.
+ */
+
+export type Scheme = 'http' | 'https';
+
+/** A replica that is already running; routed to, never stopped. */
+export interface StaticReplicaSpec {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+  readonly scheme: Scheme;
+  /** PEM file of the CA that signed the replica's certificate (https only). */
+  readonly caFile?: string;
+  /** Verify the replica's certificate (https only). Default true. */
+  readonly tlsVerify: boolean;
+}
+
+/** A machine the router may launch replicas on (`ssh` null = this machine). */
+export interface HostSpec {
+  readonly name: string;
+  readonly ssh: string | null;
+  readonly sshPort: number;
+  readonly identityFile?: string;
+  readonly knownHosts?: string;
+  readonly insecureAcceptHostKey: boolean;
+  readonly devices: readonly number[];
+  readonly devicesPerReplica: number;
+  readonly portBase: number;
+  readonly model?: string;
+  readonly servedModelName?: string;
+  readonly serveArgs: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly command?: readonly string[];
+  readonly launchWrapper?: readonly string[];
+  readonly stopCommand?: readonly string[];
+  readonly python: string;
+  readonly workdir?: string;
+  readonly logDir: string;
+}
+
+/** One device group of a host: where one launched replica lives. */
+export interface SlotSpec {
+  /** `<host>-d<first device>` */
+  readonly name: string;
+  readonly host: string;
+  readonly devices: readonly number[];
+  readonly port: number;
+  /** Address the router dials: 127.0.0.1 for local hosts, the part of `ssh` after `@` otherwise. */
+  readonly address: string;
+  readonly local: boolean;
+}
+
+export interface RoutingSettings {
+  /** Lower-cased header name carrying the session id (default `x-session-id`). */
+  readonly sessionHeader: string;
+  /** Top-level JSON body field carrying the session id (default `session_id`). */
+  readonly bodyField: string;
+  readonly affinitySlack: number;
+  readonly sessionTtlMs: number;
+  readonly maxSessions: number;
+}
+
+export interface HealthSettings {
+  readonly path: string;
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  readonly fall: number;
+  readonly rise: number;
+}
+
+export type LogFormat = 'json' | 'pretty';
+
+export interface RouterConfigFields {
+  /** Path of the config file (undefined only for the built-in demo). */
+  readonly configPath: string | undefined;
+  readonly listenHost: string;
+  readonly listenPort: number;
+  readonly replicas: readonly StaticReplicaSpec[];
+  readonly hosts: readonly HostSpec[];
+  /** Every slot of every host, in fill order (local hosts first, then config order). */
+  readonly slots: readonly SlotSpec[];
+  readonly routing: RoutingSettings;
+  readonly health: HealthSettings;
+  readonly requestTimeoutMs: number;
+  readonly streamIdleTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly modelsTimeoutMs: number;
+  readonly initialReplicas: number;
+  /** Ceiling of the launched pool: min(slot capacity, --max-replicas). */
+  readonly maxReplicas: number;
+  readonly launchTimeoutMs: number;
+  readonly drainTimeoutMs: number;
+  readonly stateFile: string | undefined;
+  readonly discardState: boolean;
+  readonly maxBodyBytes: number;
+  readonly logLevel: string;
+  readonly logFormat: LogFormat;
+  /** Bearer token for the admin API; undefined = none configured. */
+  readonly adminToken: string | undefined;
+  readonly adminOpen: boolean;
+  /** Warnings produced while loading (e.g. `--admin-token` on argv), logged at start. */
+  readonly warnings: readonly string[];
+}
+
+/** Injection token and value: the validated configuration. */
+export class RouterConfig {
+  constructor(fields: RouterConfigFields) {
+    Object.assign(this, fields);
+  }
+}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface RouterConfig extends RouterConfigFields {}
