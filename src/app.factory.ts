@@ -1,0 +1,60 @@
+import 'reflect-metadata';
+import { ValidationPipe, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { AppModule } from './app.module.js';
+import type { RouterConfig } from './config/router-config.js';
+import { APP_LOGGER } from './common/logging/logging.module.js';
+import type { AppLogger } from './common/logging/logger.js';
+import { NestLoggerAdapter } from './common/logging/nest-logger.adapter.js';
+import { ProblemFilter } from './common/errors/problem.filter.js';
+import { LifecycleService } from './modules/lifecycle/lifecycle.service.js';
+
+/** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
+const KEEP_ALIVE_TIMEOUT_MS = 75_000;
+
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const doc = new DocumentBuilder()
+    .setTitle('affinity-router admin API')
+    .setDescription(
+      'Replica fleet and session administration. Every route needs `Authorization: Bearer <ROUTER_ADMIN_TOKEN>`; ' +
+        'errors are application/problem+json (RFC 9457) with a pypto-compatible `message` member.',
+    )
+    .setVersion('1')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ROUTER_ADMIN_TOKEN' })
+    .build();
+  return SwaggerModule.createDocument(app, doc);
+}
+
+/** Build the Nest application (not listening). Used by main.ts and by the tests. */
+export async function createApp(config: RouterConfig): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: false,
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+    bufferLogs: true,
+    abortOnError: false,
+  });
+  const log = app.get<AppLogger>(APP_LOGGER);
+  app.useLogger(new NestLoggerAdapter(log));
+  app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }));
+  app.useGlobalFilters(new ProblemFilter(log));
+  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
+  return app;
+}
+
+/** Create, initialise (adoption and initial launches run in init hooks) and listen; then ready. */
+export async function startRouter(config: RouterConfig): Promise<{ app: NestFastifyApplication; url: string; log: AppLogger }> {
+  const app = await createApp(config);
+  const log = app.get<AppLogger>(APP_LOGGER);
+  for (const w of config.warnings) log.warn(w);
+  await app.init();
+  await app.listen({ host: config.listenHost, port: config.listenPort });
+  app.get(LifecycleService).phase = 'running';
+  const url = await app.getUrl();
+  log.info({ event: 'listening', url, replicas: config.replicas.length, hosts: config.hosts.length }, 'affinity-router listening');
+  return { app, url, log };
+}

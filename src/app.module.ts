@@ -1,0 +1,32 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { RouterConfigModule } from './config/config.module.js';
+import type { RouterConfig } from './config/router-config.js';
+import { LoggingModule } from './common/logging/logging.module.js';
+import { LifecycleModule } from './modules/lifecycle/lifecycle.module.js';
+import { RoutingModule } from './modules/routing/routing.module.js';
+import { HealthModule } from './modules/health/health.module.js';
+import { ProxyModule } from './modules/proxy/proxy.module.js';
+import { FleetModule } from './modules/fleet/fleet.module.js';
+import { AdminModule } from './modules/admin/admin.module.js';
+
+/** Wires the modules; no logic. */
+@Module({})
+export class AppModule {
+  static forRoot(config: RouterConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        RouterConfigModule.forRoot(config),
+        LoggingModule,
+        LifecycleModule,
+        ScheduleModule.forRoot(),
+        RoutingModule,
+        HealthModule,
+        ProxyModule,
+        FleetModule,
+        AdminModule,
+      ],
+    };
+  }
+}

@@ -1,0 +1,64 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import type { Replica } from '../../registry/replica.js';
+import type { Capacity } from '../../fleet/slot-table.js';
+
+export class HealthView {
+  @ApiProperty({ example: true }) readonly ok!: boolean;
+  @ApiProperty({ example: '2026-12-02T16:00:00.000Z' }) readonly at!: string;
+  @ApiPropertyOptional({ example: 200 }) readonly status?: number;
+  @ApiPropertyOptional({ example: 'connect ECONNREFUSED 127.0.0.1:8001' }) readonly error?: string;
+}
+
+export class CapacityView {
+  @ApiProperty({ example: 2, description: 'launched and adopted replicas holding a slot' }) readonly owned!: number;
+  @ApiProperty({ example: 3, description: 'min(declared slots, --max-replicas)' }) readonly ceiling!: number;
+  @ApiProperty({ example: ['node-d2'], type: [String], description: 'slots a launch may take now' }) readonly free_slots!: string[];
+}
+
+export class ReplicaView {
+  @ApiProperty({ example: 'node-d0' }) readonly name!: string;
+  @ApiProperty({ example: 'http://127.0.0.1:8001' }) readonly url!: string;
+  @ApiProperty({ example: true, description: 'routable: ready and not draining' }) readonly ready!: boolean;
+  @ApiProperty({ example: false }) readonly draining!: boolean;
+  @ApiProperty({ example: true, description: 'launched or adopted by this router' }) readonly owned!: boolean;
+  @ApiProperty({ example: 0 }) readonly outstanding!: number;
+  @ApiProperty({ example: 42 }) readonly routed!: number;
+  @ApiProperty({ enum: ['static', 'launched', 'adopted'] }) readonly kind!: string;
+  @ApiProperty({ enum: ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'] }) readonly state!: string;
+  @ApiProperty({ example: 12, description: 'sessions pinned to it' }) readonly sessions!: number;
+  @ApiProperty({ example: 'node-d0', nullable: true, type: String }) readonly slot!: string | null;
+  @ApiProperty({ example: [0], nullable: true, type: [Number] }) readonly devices!: number[] | null;
+  @ApiProperty({ example: 12345, nullable: true, type: Number }) readonly pid!: number | null;
+  @ApiProperty({ example: '/tmp/affinity-router/node-d0.log', nullable: true, type: String }) readonly log_path!: string | null;
+  @ApiProperty({ type: HealthView, nullable: true }) readonly last_health!: HealthView | null;
+}
+
+export class ReplicaListView {
+  @ApiProperty({ type: [ReplicaView] }) readonly replicas!: ReplicaView[];
+  @ApiProperty({ type: CapacityView }) readonly capacity!: CapacityView;
+}
+
+export function replicaView(r: Replica): ReplicaView {
+  const p = r.placement;
+  return {
+    name: r.name,
+    url: r.url,
+    ready: r.routable,
+    draining: r.draining,
+    owned: r.owned,
+    outstanding: r.outstanding,
+    routed: r.routed,
+    kind: r.kind,
+    state: r.state,
+    sessions: r.pins,
+    slot: p?.slot ?? null,
+    devices: p ? [...p.devices] : null,
+    pid: p?.pid ?? null,
+    log_path: p?.logPath ?? null,
+    last_health: r.lastHealth,
+  };
+}
+
+export function capacityView(c: Capacity): CapacityView {
+  return { owned: c.owned, ceiling: c.ceiling, free_slots: [...c.free_slots] };
+}

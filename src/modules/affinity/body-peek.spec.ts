@@ -1,0 +1,54 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { peekTopLevelString } from './body-peek.js';
+
+const peek = (s: string | Buffer, f = 'session_id'): string | undefined =>
+  peekTopLevelString(typeof s === 'string' ? Buffer.from(s) : s, f);
+
+describe('peekTopLevelString', () => {
+  it('finds a top-level string field', () => {
+    assert.equal(peek('{"model":"m","session_id":"abc","messages":[{"role":"user","content":"hi"}]}'), 'abc');
+  });
+
+  it('ignores the field inside nested objects and arrays', () => {
+    assert.equal(peek('{"messages":[{"session_id":"nested"}],"meta":{"session_id":"x"}}'), undefined);
+  });
+
+  it('ignores the field name appearing inside a string value', () => {
+    assert.equal(peek('{"content":"\\"session_id\\":\\"fake\\"","session_id":"real"}'), 'real');
+    assert.equal(peek('{"content":"{\\"session_id\\":\\"fake\\"}"}'), undefined);
+  });
+
+  it('returns undefined for a non-string value, malformed JSON, non-objects and empty bodies', () => {
+    assert.equal(peek('{"session_id":42}'), undefined);
+    assert.equal(peek('{"session_id":null}'), undefined);
+    assert.equal(peek('{"session_id":"abc"'), undefined);
+    assert.equal(peek('{"session_id":"abc"} trailing'), undefined);
+    assert.equal(peek('["session_id","abc"]'), undefined);
+    assert.equal(peek(''), undefined);
+    assert.equal(peek('not json "session_id"'), undefined);
+  });
+
+  it('decodes escapes and unicode in the value', () => {
+    assert.equal(peek('{"session_id":"a\\u00e9\\n"}'), 'a\u00e9\n');
+    assert.equal(peek('{"session_id":"日本"}'), '日本');
+  });
+
+  it('does not see a key spelled with escapes (documented); the last duplicate wins (as JSON.parse)', () => {
+    assert.equal(peek('{"session\\u005fid":"esc"}'), undefined);
+    assert.equal(peek('{"session_id":"first","session_id":"second"}'), 'second');
+  });
+
+  it('agrees with JSON.parse on arbitrary objects', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.oneof(fc.constant('session_id'), fc.string()), fc.jsonValue()), fc.boolean(), (obj, pretty) => {
+        const text = JSON.stringify(obj, null, pretty ? 2 : undefined);
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        const expected = typeof parsed['session_id'] === 'string' ? parsed['session_id'] : undefined;
+        assert.equal(peek(text), expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});

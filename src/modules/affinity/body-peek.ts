@@ -1,0 +1,124 @@
+/**
+ * Finds a top-level string field in a JSON object body without building the document.
+ *
+ * The scan walks the top-level object only; nested values are skipped by bracket counting
+ * (strings honoured), so a 5 MiB chat history costs one linear pass and no allocations. A body
+ * that is not a JSON object, or is malformed where the scan looks, has no field (SPEC §3: malformed
+ * JSON is forwarded untouched; only the peek fails silently).
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+
+function isWs(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+function skipWs(b: Uint8Array, i: number): number {
+  while (i < b.length && isWs(b[i]!)) i++;
+  return i;
+}
+
+/** Index just past the closing quote of the string starting at `i` (b[i] is the quote), or -1. */
+function skipString(b: Uint8Array, i: number): number {
+  i++;
+  while (i < b.length) {
+    const c = b[i]!;
+    if (c === BACKSLASH) i += 2;
+    else if (c === QUOTE) return i + 1;
+    else i++;
+  }
+  return -1;
+}
+
+/** Index just past the value starting at `i`, or -1 when malformed/truncated. */
+function skipValue(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c === undefined) return -1;
+  if (c === QUOTE) return skipString(b, i);
+  if (c === LBRACE || c === LBRACKET) {
+    let depth = 0;
+    while (i < b.length) {
+      const d = b[i]!;
+      if (d === QUOTE) {
+        i = skipString(b, i);
+        if (i < 0) return -1;
+        continue;
+      }
+      if (d === LBRACE || d === LBRACKET) depth++;
+      else if (d === RBRACE || d === RBRACKET) {
+        depth--;
+        if (depth === 0) return i + 1;
+      }
+      i++;
+    }
+    return -1;
+  }
+  // number, true, false, null: up to the next delimiter
+  while (i < b.length) {
+    const d = b[i]!;
+    if (d === COMMA || d === RBRACE || d === RBRACKET || isWs(d)) break;
+    i++;
+  }
+  return i;
+}
+
+/**
+ * Returns the decoded value of top-level string field `field`, or undefined when the body is not
+ * an object, lacks the field, the field is not a string, or the scan meets malformed JSON.
+ * When the field occurs more than once the last occurrence wins, as with JSON.parse. A key spelled
+ * with escapes (`"session\u005fid"`) is not recognised: the raw-bytes pre-check skips such bodies.
+ */
+export function peekTopLevelString(body: Buffer, field: string, fieldNeedle?: Buffer): string | undefined {
+  const needle = fieldNeedle ?? Buffer.from(JSON.stringify(field));
+  if (body.length === 0 || body.indexOf(needle) < 0) return undefined; // cheap reject
+  let i = skipWs(body, 0);
+  if (body[i] !== LBRACE) return undefined;
+  i = skipWs(body, i + 1);
+  let found: string | undefined;
+  let sawField = false;
+  if (body[i] === RBRACE) return undefined;
+  for (;;) {
+    if (body[i] !== QUOTE) return undefined;
+    const keyStart = i;
+    const keyEnd = skipString(body, i);
+    if (keyEnd < 0) return undefined;
+    const keyMatches =
+      keyEnd - keyStart === needle.length && body.compare(needle, 0, needle.length, keyStart, keyEnd) === 0;
+    i = skipWs(body, keyEnd);
+    if (body[i] !== COLON) return undefined;
+    i = skipWs(body, i + 1);
+    const valueStart = i;
+    const valueEnd = skipValue(body, i);
+    if (valueEnd < 0) return undefined;
+    if (keyMatches) {
+      sawField = true;
+      found = body[valueStart] === QUOTE ? decodeJsonString(body, valueStart, valueEnd) : undefined;
+    }
+    i = skipWs(body, valueEnd);
+    if (body[i] === COMMA) {
+      i = skipWs(body, i + 1);
+      continue;
+    }
+    if (body[i] === RBRACE) {
+      if (skipWs(body, i + 1) !== body.length) return undefined; // trailing garbage: not JSON
+      return sawField ? found : undefined;
+    }
+    return undefined;
+  }
+}
+
+function decodeJsonString(b: Buffer, start: number, end: number): string | undefined {
+  try {
+    const v: unknown = JSON.parse(b.toString('utf8', start, end));
+    return typeof v === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,43 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/** A session id the router keeps as it is (SPEC §4). Also header-safe. */
+export const VALID_SESSION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export type SessionSource = 'header' | 'body' | 'minted';
+
+export interface ResolvedSession {
+  readonly id: string;
+  readonly source: SessionSource;
+  /** True when the client's id was invalid and `id` is its stable replacement. */
+  readonly replaced: boolean;
+}
+
+/** `h-` + first 32 hex chars of sha256 over the id's bytes: same bad id, same session, every turn. */
+export function replacementId(bytes: string | Buffer): string {
+  return 'h-' + createHash('sha256').update(bytes).digest('hex').slice(0, 32);
+}
+
+export function mintSessionId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/**
+ * Resolve the effective session id. A valid header wins; an invalid or empty header does not hide
+ * a valid body id; an invalid id (header first, then body) is replaced by its stable hash; no id at
+ * all mints a fresh one.
+ *
+ * @param header  the raw header value (latin1 string as Node received it), if any
+ * @param bodyId  the body field's decoded string value, if the body had one
+ */
+export function resolveSessionId(header: string | undefined, bodyId: string | undefined): ResolvedSession {
+  if (header !== undefined && VALID_SESSION_ID.test(header)) return { id: header, source: 'header', replaced: false };
+  if (bodyId !== undefined && VALID_SESSION_ID.test(bodyId)) return { id: bodyId, source: 'body', replaced: false };
+  if (header !== undefined && header.length > 0) {
+    // Node decodes header bytes as latin1, so this recovers the bytes as received.
+    return { id: replacementId(Buffer.from(header, 'latin1')), source: 'header', replaced: true };
+  }
+  if (bodyId !== undefined && bodyId.length > 0) {
+    return { id: replacementId(Buffer.from(bodyId, 'utf8')), source: 'body', replaced: true };
+  }
+  return { id: mintSessionId(), source: 'minted', replaced: false };
+}

@@ -1,0 +1,63 @@
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { RegistryService } from '../registry/registry.service.js';
+import { AffinityService } from '../affinity/affinity.service.js';
+import { LifecycleService } from '../lifecycle/lifecycle.service.js';
+
+/** Router health: pypto-compatible `/health`, plus `/livez` and `/readyz` for orchestrators. */
+@ApiExcludeController()
+@Controller()
+export class HealthController {
+  constructor(
+    private readonly registry: RegistryService,
+    private readonly affinity: AffinityService,
+    private readonly lifecycle: LifecycleService,
+  ) {}
+
+  @Get('health')
+  health(@Res({ passthrough: true }) reply: FastifyReply): Record<string, unknown> {
+    const dir = this.affinity.directory;
+    dir.sweep(this.affinity.clock.now());
+    const replicas = this.registry.list;
+    const ready = this.registry.routableCount();
+    void reply.status(ready > 0 ? 200 : 503);
+    return {
+      status: ready > 0 ? 'ok' : 'no_replicas',
+      replicas_ready: ready,
+      replicas_total: replicas.length,
+      sessions: dir.size,
+      routed: replicas.reduce((n, r) => n + r.routed, 0),
+      affinity_hits: this.registry.affinityHits,
+      rejected: this.registry.rejected,
+      replicas: replicas.map((r) => ({
+        name: r.name,
+        url: r.url,
+        ready: r.routable,
+        draining: r.draining,
+        outstanding: r.outstanding,
+        routed: r.routed,
+      })),
+    };
+  }
+
+  @Get('livez')
+  livez(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  @Get('readyz')
+  readyz(@Res({ passthrough: true }) reply: FastifyReply): Record<string, unknown> {
+    const routable = this.registry.routableCount();
+    const phase = this.lifecycle.phase;
+    const ok = phase === 'running' && routable > 0;
+    void reply.status(ok ? 200 : 503);
+    const degraded = Object.fromEntries(this.lifecycle.degraded);
+    return {
+      status: ok ? 'ready' : phase === 'running' ? 'no_replicas' : phase,
+      phase,
+      replicas_routable: routable,
+      ...(this.lifecycle.degraded.size > 0 ? { degraded } : {}),
+    };
+  }
+}

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { RoutingModule } from '../routing/routing.module.js';
+import { HealthController } from './health.controller.js';
+import { HealthJobs } from './health.jobs.js';
+import { HealthService } from './health.service.js';
+
+@Module({
+  imports: [RoutingModule],
+  controllers: [HealthController],
+  providers: [HealthService, HealthJobs],
+  exports: [HealthService],
+})
+export class HealthModule {}

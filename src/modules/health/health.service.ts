@@ -1,0 +1,129 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RouterConfig, type HealthSettings } from '../../config/router-config.js';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { RegistryService } from '../registry/registry.service.js';
+import type { Replica } from '../registry/replica.js';
+import { AffinityService } from '../affinity/affinity.service.js';
+import { probe, TLS_ERROR_CODES, type ProbeResult } from './probe.js';
+
+/** How many replicas are probed at once. */
+const PROBE_CONCURRENCY = 16;
+
+/**
+ * Active probes with fall/rise hysteresis, and the passive signals of the data plane (SPEC §5).
+ * The only code that changes a replica's `ready` flag.
+ */
+@Injectable()
+export class HealthService {
+  readonly settings: HealthSettings;
+  private readonly inFlight = new Set<Replica>();
+  /** Replicas whose TLS failure was already logged (once per replica until it recovers). */
+  private readonly tlsLogged = new WeakSet<Replica>();
+  /** Notified when a replica becomes ready or unready (fleet, metrics). */
+  private readonly listeners: Array<(r: Replica, ready: boolean) => void> = [];
+
+  constructor(
+    config: RouterConfig,
+    private readonly registry: RegistryService,
+    private readonly affinity: AffinityService,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {
+    this.settings = config.health;
+  }
+
+  onTransition(l: (r: Replica, ready: boolean) => void): void {
+    this.listeners.push(l);
+  }
+
+  /** One poll of every replica, spread over a tenth of the interval, bounded concurrency. */
+  async tick(): Promise<void> {
+    this.affinity.directory.sweep(this.affinity.clock.now());
+    const due = this.registry.list.filter((r) => !this.inFlight.has(r) && !r.stopping);
+    const spread = Math.min(this.settings.intervalMs / 10, 500);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < due.length) {
+        const r = due[next++]!;
+        if (spread > 0 && due.length > 1) await delay(Math.random() * spread);
+        await this.check(r);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PROBE_CONCURRENCY, due.length) }, worker));
+  }
+
+  /** Probe one replica now and apply the result. */
+  async check(r: Replica): Promise<ProbeResult> {
+    this.inFlight.add(r);
+    try {
+      const res = await probe(r.endpoint, this.settings.path, this.settings.timeoutMs);
+      if (!r.removed) this.record(r, res);
+      return res;
+    } finally {
+      this.inFlight.delete(r);
+    }
+  }
+
+  /** Apply a probe result with hysteresis. */
+  record(r: Replica, res: ProbeResult): void {
+    r.lastHealth = {
+      ok: res.ok,
+      at: new Date().toISOString(),
+      ...(res.status !== undefined ? { status: res.status } : {}),
+      ...(res.error !== undefined ? { error: res.error } : {}),
+    };
+    if (res.code !== undefined && TLS_ERROR_CODES.has(res.code)) this.logTlsFailure(r, res.code, res.error ?? '');
+    if (res.ok) {
+      this.tlsLogged.delete(r);
+      this.success(r);
+    } else {
+      this.failure(r, res.status !== undefined ? `status ${res.status}` : (res.error ?? 'probe failed'));
+    }
+  }
+
+  /** Data plane: the replica could not be connected to. It is not listening: demote at once. */
+  connectFailed(r: Replica, reason: string, code?: string): void {
+    if (code !== undefined && TLS_ERROR_CODES.has(code)) this.logTlsFailure(r, code, reason);
+    r.successes = 0;
+    r.failures = Math.max(r.failures, this.settings.fall);
+    if (r.ready) this.setReady(r, false, `connect failed: ${reason}`);
+  }
+
+  /** Data plane: a 5xx (or a broken exchange) counts as one failed health check. */
+  upstreamFailed(r: Replica, reason: string): void {
+    this.failure(r, reason);
+  }
+
+  private success(r: Replica): void {
+    r.failures = 0;
+    r.successes++;
+    if (!r.ready && r.successes >= this.settings.rise) this.setReady(r, true, 'health checks passed');
+  }
+
+  private failure(r: Replica, reason: string): void {
+    r.successes = 0;
+    r.failures++;
+    if (r.ready && r.failures >= this.settings.fall) this.setReady(r, false, reason);
+  }
+
+  private setReady(r: Replica, ready: boolean, reason: string): void {
+    r.ready = ready;
+    if (ready) r.everReady = true;
+    this.log.info({ event: ready ? 'ready' : 'unready', replica: r.name, url: r.url, reason }, `replica ${r.name} is ${ready ? 'ready' : 'unready'}`);
+    for (const l of this.listeners) l(r, ready);
+  }
+
+  private logTlsFailure(r: Replica, code: string, detail: string): void {
+    if (this.tlsLogged.has(r)) return;
+    this.tlsLogged.add(r);
+    this.log.error(
+      { event: 'tls_error', replica: r.name, url: r.url, code },
+      `TLS verification of replica ${r.name} (${r.url}) failed: ${code} ${detail}; ` +
+        `not routing to it. Give its CA in "ca_file" (or set "tls_verify": false to skip verification)`,
+    );
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

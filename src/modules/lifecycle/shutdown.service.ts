@@ -1,0 +1,48 @@
+import { Inject, Injectable, type INestApplication } from '@nestjs/common';
+import { RouterConfig } from '../../config/router-config.js';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { LifecycleService } from './lifecycle.service.js';
+
+/** A step run while the router shuts down (drain the fleet, write state), in registration order. */
+export type ShutdownStep = (deadline: number) => Promise<void>;
+
+/**
+ * Graceful shutdown (SPEC §6): readiness turns 503 and new data-plane requests get 503 with
+ * `Connection: close` while the listener stays open; registered steps (in-flight drain, fleet
+ * stop, state write) run; then the app closes.
+ */
+@Injectable()
+export class ShutdownService {
+  private readonly steps: Array<{ name: string; run: ShutdownStep }> = [];
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly config: RouterConfig,
+    private readonly lifecycle: LifecycleService,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {}
+
+  register(name: string, run: ShutdownStep): void {
+    this.steps.push({ name, run });
+  }
+
+  run(app: INestApplication): Promise<void> {
+    this.running ??= this.doRun(app);
+    return this.running;
+  }
+
+  private async doRun(app: INestApplication): Promise<void> {
+    this.lifecycle.phase = 'stopping';
+    const deadline = performance.now() + this.config.drainTimeoutMs;
+    for (const s of this.steps) {
+      try {
+        await s.run(deadline);
+      } catch (e) {
+        this.log.error({ err: e, step: s.name }, `shutdown step ${s.name} failed`);
+      }
+    }
+    await app.close();
+    this.log.info({ event: 'stopped' }, 'affinity-router stopped');
+  }
+}

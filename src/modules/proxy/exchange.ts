@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Replica } from '../registry/replica.js';
+import type { ResolvedSession } from '../affinity/session-id.js';
+
+/** How an exchange ended; exactly one per request (SPEC §9). */
+export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Everything the data plane knows about one request, from arrival to the end of the response. */
+export class Exchange {
+  readonly id: string;
+  readonly arrivedAt = performance.now();
+  session: ResolvedSession | undefined;
+  /** Value of X-Router-Affinity. */
+  decision = 'none';
+  body: Buffer | undefined;
+  replica: Replica | undefined;
+  /** Whether `replica.outstanding` currently counts this exchange. */
+  counted = false;
+  attempts = 0;
+  proxyReq: ClientRequest | undefined;
+  proxyRes: IncomingMessage | undefined;
+  /** The upstream TCP/TLS connection was established for the current attempt. */
+  connected = false;
+  stream = false;
+  timer: NodeJS.Timeout | undefined;
+  /** Set once; the first terminal event wins. */
+  cause: TerminationCause | undefined;
+  status = 0;
+  bytesIn = 0;
+  bytesOut = 0;
+  /** performance.now() marks for the overhead histograms. */
+  upstreamWrittenAt = 0;
+  upstreamFirstByteAt = 0;
+  clientFirstByteAt = 0;
+  lastChunkAt = 0;
+  /** Last two bytes relayed, to close a torn SSE event before the router's own. */
+  tail = '';
+  detail: string | undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+  ) {
+    const incoming = req.headers['x-request-id'];
+    this.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  }
+
+  end(cause: TerminationCause, detail?: string): void {
+    if (this.cause === undefined) {
+      this.cause = cause;
+      if (detail !== undefined) this.detail = detail;
+    }
+  }
+
+  /** Headers every response carries, errors included (SPEC §3). */
+  routerHeaders(): Record<string, string> {
+    const h: Record<string, string> = { 'x-request-id': this.id, 'x-router-affinity': this.decision };
+    if (this.session) h['x-session-id'] = this.session.id;
+    if (this.replica) h['x-router-replica'] = this.replica.name;
+    return h;
+  }
+
+  clearTimer(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+}

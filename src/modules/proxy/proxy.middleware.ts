@@ -1,0 +1,260 @@
+import { Inject, Injectable, type NestMiddleware } from '@nestjs/common';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { createProxyMiddleware, type RequestHandler } from 'http-proxy-middleware';
+import { RouterConfig } from '../../config/router-config.js';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { AffinityService } from '../affinity/affinity.service.js';
+import { HealthService } from '../health/health.service.js';
+import { LifecycleService } from '../lifecycle/lifecycle.service.js';
+import { RegistryService } from '../registry/registry.service.js';
+import type { Replica } from '../registry/replica.js';
+import { RoutingService } from '../routing/routing.service.js';
+import { affinityHeader } from '../routing/routing.policy.js';
+import { readBody } from './body-reader.js';
+import { Exchange } from './exchange.js';
+import { ExchangeObserver } from './exchange.observer.js';
+import { relayModels } from './models.handler.js';
+import { sendRouterError, streamErrorEvent, type RouterErrorCode } from './router-error.js';
+import { createDispatchingAgents } from './upstream-agents.js';
+
+type ProxiedRequest = IncomingMessage & { exchange?: Exchange };
+
+/** Request headers that describe one hop and are never forwarded. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'expect'];
+
+/** Errors that mean no connection was made, so nothing reached the replica. */
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNTIMEOUT', 'EADDRNOTAVAIL']);
+
+/**
+ * The data plane (SPEC §3): buffers the body (own cap), resolves the session, asks the routing
+ * policy for a replica, then hands the exchange to http-proxy-middleware, created once per scheme.
+ * The only code that touches upstream sockets.
+ */
+@Injectable()
+export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerResponse> {
+  private readonly proxies: { http: RequestHandler; https: RequestHandler };
+
+  constructor(
+    private readonly config: RouterConfig,
+    private readonly registry: RegistryService,
+    private readonly routing: RoutingService,
+    private readonly affinity: AffinityService,
+    private readonly health: HealthService,
+    private readonly lifecycle: LifecycleService,
+    private readonly observer: ExchangeObserver,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {
+    const agents = createDispatchingAgents(registry);
+    this.proxies = { http: this.createProxy(agents.http), https: this.createProxy(agents.https) };
+  }
+
+  async use(req: ProxiedRequest, res: ServerResponse, next: (err?: unknown) => void): Promise<void> {
+    const ex = new Exchange(req, res);
+    req.exchange = ex;
+    res.once('close', () => this.closed(ex));
+    if (this.lifecycle.stopping) {
+      res.setHeader('connection', 'close');
+      return this.fail(ex, 'shutting_down', 'rejected');
+    }
+    const url = req.originalUrl ?? req.url ?? '/';
+    if (req.method === 'GET' && (url === '/v1/models' || url.startsWith('/v1/models?'))) {
+      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
+      return relayModels(ex, this.registry.list, this.config.modelsTimeoutMs);
+    }
+    const read = await readBody(req, this.config.maxBodyBytes);
+    if (!read.ok) {
+      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
+      if (read.reason === 'aborted') return void ex.end('client_abort');
+      res.setHeader('connection', 'close');
+      res.once('finish', () => req.socket.destroySoon());
+      return this.fail(ex, 'body_too_large', 'rejected', `request body is larger than the router accepts (${this.config.maxBodyBytes} bytes)`);
+    }
+    ex.body = read.body;
+    ex.bytesIn = read.body.length;
+    ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], read.body);
+    const d = this.routing.route(ex.session.id);
+    ex.decision = affinityHeader(d);
+    if (d.kind === 'none') return this.fail(ex, 'no_replica_available', 'no_replica');
+    for (const h of HOP_BY_HOP) delete req.headers[h];
+    ex.timer = setTimeout(() => this.timedOut(ex, 'request'), this.config.requestTimeoutMs);
+    this.dispatch(ex, d.replica, next);
+  }
+
+  private createProxy(agent: import('node:http').Agent): RequestHandler {
+    return createProxyMiddleware<ProxiedRequest, ServerResponse>({
+      router: (req) => req.exchange!.replica!.endpoint.target,
+      pathRewrite: (_path, req) => req.originalUrl ?? req.url,
+      agent,
+      xfwd: true,
+      changeOrigin: true,
+      ws: false,
+      on: {
+        proxyReq: (proxyReq, req) => this.onProxyReq(proxyReq, req.exchange!),
+        proxyRes: (proxyRes, req) => this.onProxyRes(proxyRes, req.exchange!),
+        error: (err, req) => this.onError(err as NodeJS.ErrnoException, (req as ProxiedRequest).exchange),
+        econnreset: (err, req) => this.onError(err as NodeJS.ErrnoException, (req as ProxiedRequest).exchange),
+      },
+    });
+  }
+
+  private dispatch(ex: Exchange, r: Replica, next: (err?: unknown) => void): void {
+    ex.replica = r;
+    ex.attempts++;
+    ex.connected = false;
+    r.outstanding++;
+    ex.counted = true;
+    void this.proxies[r.endpoint.scheme](ex.req, ex.res, next);
+  }
+
+  private onProxyReq(proxyReq: ClientRequest, ex: Exchange): void {
+    ex.proxyReq = proxyReq;
+    const body = ex.body!;
+    proxyReq.setHeader('x-session-id', ex.session!.id);
+    proxyReq.setHeader('x-request-id', ex.id);
+    if (body.length > 0 || (ex.req.method !== 'GET' && ex.req.method !== 'HEAD')) proxyReq.setHeader('content-length', body.length);
+    const socket = proxyReq.socket as Socket | null;
+    if (socket !== null && socket.connecting) {
+      const t = setTimeout(() => {
+        const e: NodeJS.ErrnoException = new Error(`connect to ${ex.replica!.url} timed out after ${this.config.connectTimeoutMs} ms`);
+        e.code = 'ECONNTIMEOUT';
+        proxyReq.destroy(e);
+      }, this.config.connectTimeoutMs);
+      socket.once(ex.replica!.endpoint.scheme === 'https' ? 'secureConnect' : 'connect', () => {
+        clearTimeout(t);
+        ex.connected = true;
+      });
+      socket.once('close', () => clearTimeout(t));
+    } else {
+      ex.connected = true;
+    }
+    if (body.length > 0) proxyReq.write(body);
+    proxyReq.once('finish', () => (ex.upstreamWrittenAt = performance.now()));
+  }
+
+  private onProxyRes(proxyRes: IncomingMessage, ex: Exchange): void {
+    const r = ex.replica!;
+    ex.proxyRes = proxyRes;
+    ex.upstreamFirstByteAt = performance.now();
+    ex.status = proxyRes.statusCode ?? 0;
+    const h = proxyRes.headers;
+    delete h['keep-alive'];
+    delete h['proxy-connection'];
+    Object.assign(h, ex.routerHeaders());
+    if (ex.status >= 500) this.health.upstreamFailed(r, `status ${ex.status}`);
+    ex.stream = (h['content-type'] ?? '').startsWith('text/event-stream');
+    if (ex.stream) {
+      ex.clearTimer();
+      ex.timer = setTimeout(() => this.timedOut(ex, 'idle'), this.config.streamIdleTimeoutMs);
+    }
+    proxyRes.on('data', (c: Buffer) => {
+      if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
+      ex.bytesOut += c.length;
+      if (ex.stream) {
+        ex.lastChunkAt = performance.now();
+        ex.timer?.refresh();
+        ex.tail = c.length >= 2 ? c.toString('latin1', c.length - 2) : ex.tail.slice(-1) + c.toString('latin1');
+      }
+    });
+    proxyRes.on('error', () => undefined); // the 'close' check below decides
+    proxyRes.once('close', () => {
+      if (proxyRes.complete) {
+        ex.clearTimer();
+        ex.end('ok');
+      } else {
+        this.broken(ex, 'replica_disconnected', 'the replica closed the stream before it was complete');
+      }
+    });
+  }
+
+  /** The upstream exchange failed (connect, reset, timeout-destroy, TLS). */
+  private onError(err: NodeJS.ErrnoException, ex: Exchange | undefined): void {
+    if (ex === undefined || ex.cause !== undefined || ex.res.destroyed) return;
+    const r = ex.replica!;
+    const refused = !ex.connected && (err.code === undefined || CONNECT_ERRORS.has(err.code) || !ex.proxyRes);
+    const staleReuse = ex.connected && ex.proxyReq?.reusedSocket === true && !ex.proxyRes && err.code === 'ECONNRESET';
+    if ((refused || staleReuse) && ex.attempts < 2) {
+      this.release(ex);
+      if (refused) this.health.connectFailed(r, err.message, err.code);
+      const next = this.routing.reroute(ex.session!.id, r) ?? (staleReuse && r.routable ? r : undefined);
+      if (next !== undefined) {
+        this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
+        ex.proxyReq = undefined;
+        return this.dispatch(ex, next, () => undefined);
+      }
+    } else if (refused) {
+      this.health.connectFailed(r, err.message, err.code);
+    }
+    if (refused || staleReuse) return this.fail(ex, 'replica_unreachable', 'upstream_error', `replica ${r.name} is unreachable: ${err.message}`);
+    if (!ex.res.headersSent) {
+      this.health.upstreamFailed(r, err.message);
+      return this.fail(ex, 'replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
+    }
+    this.broken(ex, 'replica_disconnected', err.message);
+  }
+
+  /** Request timeout (non-stream total) or stream idle timeout fired. */
+  private timedOut(ex: Exchange, which: 'request' | 'idle'): void {
+    if (ex.cause !== undefined) return;
+    const ms = which === 'request' ? this.config.requestTimeoutMs : this.config.streamIdleTimeoutMs;
+    const msg = which === 'request' ? `no complete answer within ${ms} ms` : `no data from the replica for ${ms} ms`;
+    ex.end('upstream_timeout', msg);
+    ex.proxyReq?.destroy();
+    if (!ex.res.headersSent) return this.fail(ex, 'replica_timeout', 'upstream_timeout', `replica ${ex.replica?.name} timed out: ${msg}`);
+    this.cut(ex, 'replica_timeout', msg);
+  }
+
+  /** The upstream broke after the response started. */
+  private broken(ex: Exchange, code: 'replica_disconnected', message: string): void {
+    if (ex.cause !== undefined || ex.res.destroyed) return;
+    ex.end('upstream_error', message);
+    if (ex.replica) this.health.upstreamFailed(ex.replica, message);
+    this.cut(ex, code, message);
+  }
+
+  /**
+   * End a response that already started so that it never looks complete: a stream gets one final
+   * error event and no [DONE]; any other body is closed abruptly.
+   */
+  private cut(ex: Exchange, code: 'replica_disconnected' | 'replica_timeout', message: string): void {
+    ex.clearTimer();
+    ex.proxyRes?.unpipe(ex.res);
+    if (ex.stream && !ex.res.writableEnded) {
+      const sep = ex.tail.endsWith('\n\n') || ex.bytesOut === 0 ? '' : '\n\n';
+      ex.res.end(sep + streamErrorEvent(code, message));
+    } else {
+      ex.res.destroy();
+    }
+  }
+
+  /** Answer with a router error and record the cause. */
+  private fail(ex: Exchange, code: RouterErrorCode, cause: Exchange['cause'] & string, message?: string): void {
+    ex.clearTimer();
+    ex.end(cause, message);
+    if (ex.res.headersSent) return void ex.res.destroy();
+    sendRouterError(ex.res, code, ex.routerHeaders(), message);
+    ex.status = ex.res.statusCode;
+  }
+
+  /** The client side is closed (finished or gone): settle everything exactly once. */
+  private closed(ex: Exchange): void {
+    ex.clearTimer();
+    if (!ex.res.writableFinished) {
+      ex.end('client_abort');
+      ex.proxyReq?.destroy();
+    } else {
+      ex.end('ok');
+    }
+    if (ex.status === 0) ex.status = ex.res.statusCode;
+    this.release(ex);
+    this.observer.ended(ex);
+  }
+
+  private release(ex: Exchange): void {
+    if (ex.counted && ex.replica) {
+      ex.replica.outstanding--;
+      ex.counted = false;
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import type { ServerResponse } from 'node:http';
+
+/** Errors the router itself answers on the data plane (SPEC §3), in the vLLM/OpenAI shape. */
+export const ROUTER_ERRORS = {
+  no_replica_available: { status: 503, type: 'service_unavailable', message: 'no serving replica is currently routable' },
+  shutting_down: { status: 503, type: 'service_unavailable', message: 'the router is shutting down' },
+  replica_unreachable: { status: 502, type: 'bad_gateway', message: 'no replica could be connected to' },
+  replica_disconnected: { status: 502, type: 'bad_gateway', message: 'the replica closed the connection before answering' },
+  replica_timeout: { status: 504, type: 'timeout', message: 'the replica did not answer in time' },
+  body_too_large: { status: 413, type: 'invalid_request_error', message: 'request body is larger than the router accepts' },
+} as const;
+
+export type RouterErrorCode = keyof typeof ROUTER_ERRORS;
+
+export function errorBody(code: RouterErrorCode, message?: string): string {
+  const e = ROUTER_ERRORS[code];
+  return JSON.stringify({ object: 'error', message: message ?? e.message, type: e.type, code });
+}
+
+/** Write a router error unless the response has already started. */
+export function sendRouterError(
+  res: ServerResponse,
+  code: RouterErrorCode,
+  headers: Record<string, string>,
+  message?: string,
+): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = errorBody(code, message);
+  const e = ROUTER_ERRORS[code];
+  res.statusCode = e.status;
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.setHeader('content-type', 'application/json');
+  res.setHeader('content-length', Buffer.byteLength(body));
+  if (e.status === 503) res.setHeader('retry-after', '1');
+  res.end(body);
+}
+
+/** The final SSE event of a stream the router had to cut (SPEC §3). */
+export function streamErrorEvent(code: 'replica_disconnected' | 'replica_timeout', message: string): string {
+  return `data: ${JSON.stringify({ error: { type: 'upstream_error', code, message } })}\n\n`;
+}

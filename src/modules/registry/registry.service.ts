@@ -1,0 +1,89 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Replica } from './replica.js';
+
+export class RegistryError extends Error {
+  constructor(
+    readonly code: 'duplicate_replica' | 'unknown_replica',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Listener = (r: Replica) => void;
+
+/**
+ * The replica table: the one source of truth the proxy, routing, health and fleet read.
+ * `list` is the live table in index order (index = position, contiguous after every removal).
+ */
+@Injectable()
+export class RegistryService implements OnModuleDestroy {
+  private table: Replica[] = [];
+  private readonly byName = new Map<string, Replica>();
+  private readonly byKey = new Map<string, Replica>();
+  /** Rotating tie-break cursor of the routing policy (SPEC §4). */
+  counter = 0;
+  /** Requests refused because nothing was routable. */
+  rejected = 0;
+  affinityHits = 0;
+  private readonly removedListeners: Listener[] = [];
+
+  get list(): readonly Replica[] {
+    return this.table;
+  }
+
+  get(name: string): Replica | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The replica listening at an endpoint key (`host:port`). */
+  byEndpoint(key: string): Replica | undefined {
+    return this.byKey.get(key);
+  }
+
+  add(r: Replica): Replica {
+    if (this.byName.has(r.name)) {
+      throw new RegistryError('duplicate_replica', `replica '${r.name}' is already registered`);
+    }
+    r.index = this.table.length;
+    this.table.push(r);
+    this.byName.set(r.name, r);
+    if (!this.byKey.has(r.endpoint.key)) this.byKey.set(r.endpoint.key, r);
+    return r;
+  }
+
+  /** Remove and reindex; the caller releases its pins (routing owns the directory). */
+  remove(name: string): Replica {
+    const r = this.byName.get(name);
+    if (r === undefined) throw new RegistryError('unknown_replica', `no replica named '${name}'`);
+    this.table = this.table.filter((x) => x !== r);
+    this.table.forEach((x, i) => (x.index = i));
+    this.counter = this.table.length === 0 ? 0 : this.counter % this.table.length;
+    this.byName.delete(name);
+    if (this.byKey.get(r.endpoint.key) === r) {
+      this.byKey.delete(r.endpoint.key);
+      const other = this.table.find((x) => x.endpoint.key === r.endpoint.key);
+      if (other) this.byKey.set(other.endpoint.key, other);
+    }
+    r.removed = true;
+    r.index = -1;
+    for (const l of this.removedListeners) l(r);
+    // Removal follows a drain, so what is left on these sockets is cut on purpose.
+    r.endpoint.agent.destroy();
+    return r;
+  }
+
+  onRemoved(l: Listener): void {
+    this.removedListeners.push(l);
+  }
+
+  routableCount(): number {
+    let n = 0;
+    for (const r of this.table) if (r.routable) n++;
+    return n;
+  }
+
+  onModuleDestroy(): void {
+    for (const r of this.table) r.endpoint.agent.destroy();
+  }
+}

@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { Scheme } from '../../config/router-config.js';
+
+/** Where and how to dial a replica: built once when the replica is registered (STYLE §4). */
+export interface ReplicaEndpoint {
+  readonly scheme: Scheme;
+  readonly host: string;
+  readonly port: number;
+  /** `scheme://host:port` (IPv6 bracketed). */
+  readonly url: string;
+  /** Key the proxy's dispatching agent uses to find this endpoint's agent. */
+  readonly key: string;
+  /** http-proxy target. */
+  readonly target: { readonly protocol: string; readonly host: string; readonly port: number };
+  /** Keep-alive agent owned by this replica; destroyed when it is removed. */
+  readonly agent: http.Agent;
+}
+
+export interface EndpointOptions {
+  readonly scheme: Scheme;
+  readonly host: string;
+  readonly port: number;
+  readonly caFile?: string;
+  readonly tlsVerify?: boolean;
+}
+
+/** Idle upstream sockets are closed before common engine keep-alive timeouts (uvicorn: 5 s). */
+const FREE_SOCKET_TIMEOUT_MS = 4_000;
+
+export function endpointKey(host: string, port: number | string): string {
+  return `${host}:${port}`;
+}
+
+export function formatUrl(scheme: Scheme, host: string, port: number): string {
+  const h = host.includes(':') ? `[${host}]` : host;
+  return `${scheme}://${h}:${port}`;
+}
+
+export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
+  const base = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' as const, timeout: FREE_SOCKET_TIMEOUT_MS };
+  const agent =
+    o.scheme === 'https'
+      ? new https.Agent({
+          ...base,
+          ca: o.caFile !== undefined ? readFileSync(o.caFile) : undefined,
+          rejectUnauthorized: o.tlsVerify !== false,
+        })
+      : new http.Agent(base);
+  return {
+    scheme: o.scheme,
+    host: o.host,
+    port: o.port,
+    url: formatUrl(o.scheme, o.host, o.port),
+    key: endpointKey(o.host, o.port),
+    target: { protocol: `${o.scheme}:`, host: o.host, port: o.port },
+    agent,
+  };
+}

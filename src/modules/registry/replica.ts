@@ -1,0 +1,77 @@
+import type { ReplicaEndpoint } from './replica-endpoint.js';
+
+export type ReplicaKind = 'static' | 'launched' | 'adopted';
+export type ReplicaState = 'launching' | 'ready' | 'unready' | 'draining' | 'stopping' | 'failed';
+
+export interface HealthResult {
+  readonly ok: boolean;
+  /** Wall-clock ISO time of the probe. */
+  readonly at: string;
+  readonly status?: number;
+  readonly error?: string;
+}
+
+/** Fleet facts about a launched or adopted replica. */
+export interface ReplicaPlacement {
+  readonly slot: string;
+  readonly host: string;
+  readonly devices: readonly number[];
+  pid: number | null;
+  readonly logPath: string;
+  readonly launchedAt: string;
+  readonly model?: string;
+}
+
+/**
+ * One row of the replica table. Mutable counters live here so the hot path touches one object;
+ * only the registry and its direct users (proxy, health, fleet) change them.
+ */
+export class Replica {
+  index = -1;
+  outstanding = 0;
+  routed = 0;
+  pins = 0;
+  pinEpoch = 0;
+  /** Health: consecutive failures/successes for fall/rise hysteresis. */
+  failures = 0;
+  successes = 0;
+  ready: boolean;
+  draining = false;
+  stopping = false;
+  failed = false;
+  removed = false;
+  /** True once the replica has been ready at least once. */
+  everReady: boolean;
+  lastHealth: HealthResult | null = null;
+
+  constructor(
+    readonly name: string,
+    readonly kind: ReplicaKind,
+    readonly endpoint: ReplicaEndpoint,
+    readonly placement: ReplicaPlacement | null,
+    ready: boolean,
+  ) {
+    this.ready = ready;
+    this.everReady = ready;
+  }
+
+  get url(): string {
+    return this.endpoint.url;
+  }
+
+  get routable(): boolean {
+    return this.ready && !this.draining && !this.removed;
+  }
+
+  get owned(): boolean {
+    return this.kind !== 'static';
+  }
+
+  get state(): ReplicaState {
+    if (this.failed) return 'failed';
+    if (this.stopping) return 'stopping';
+    if (this.draining) return 'draining';
+    if (this.ready) return 'ready';
+    return this.everReady ? 'unready' : 'launching';
+  }
+}

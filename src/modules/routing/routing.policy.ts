@@ -1,0 +1,97 @@
+/**
+ * The routing policy (SPEC §4) as a pure function: a read-only view of the replica table and the
+ * session's pin go in, a decision comes out. No I/O, no mutation; the caller applies the decision
+ * (pins the session, moves the cursor, counts outstanding).
+ */
+
+/** What the policy reads of a replica. */
+export interface RoutableView {
+  readonly name: string;
+  /** Position in the live table, 0..N-1, contiguous. */
+  readonly index: number;
+  /** Ready and not draining. */
+  readonly routable: boolean;
+  readonly draining: boolean;
+  readonly outstanding: number;
+}
+
+export type SwitchReason = 'overload' | 'unhealthy' | 'draining' | 'removed' | 'expired';
+
+/** What the session directory said about the session's pin. */
+export type PinState<R extends RoutableView> =
+  | { readonly status: 'none' }
+  | { readonly status: 'live'; readonly replica: R }
+  | { readonly status: 'expired'; readonly replica: R }
+  | { readonly status: 'released'; readonly replica: R; readonly reason: 'draining' | 'removed' };
+
+export type Decision<R extends RoutableView> =
+  | { readonly kind: 'retain'; readonly replica: R }
+  | { readonly kind: 'initialize'; readonly replica: R }
+  | { readonly kind: 'switch'; readonly replica: R; readonly reason: SwitchReason }
+  | { readonly kind: 'none' };
+
+/**
+ * The routable replica minimising `(outstanding, (index − counter) mod N, index)`, N being the
+ * whole table, or undefined when none is routable.
+ */
+export function leastOutstanding<R extends RoutableView>(
+  table: readonly R[],
+  counter: number,
+  exclude?: R,
+): R | undefined {
+  const n = table.length;
+  let best: R | undefined;
+  let bestLoad = 0;
+  let bestRot = 0;
+  for (let i = 0; i < n; i++) {
+    const r = table[i]!;
+    if (!r.routable || r === exclude) continue;
+    const rot = (((r.index - counter) % n) + n) % n;
+    if (best === undefined || r.outstanding < bestLoad || (r.outstanding === bestLoad && rot < bestRot)) {
+      best = r;
+      bestLoad = r.outstanding;
+      bestRot = rot;
+    }
+  }
+  return best;
+}
+
+/** Decide where a request of a session goes. */
+export function decide<R extends RoutableView>(
+  table: readonly R[],
+  counter: number,
+  pin: PinState<R>,
+  slack: number,
+): Decision<R> {
+  const least = leastOutstanding(table, counter);
+  if (least === undefined) return { kind: 'none' };
+  switch (pin.status) {
+    case 'none':
+      return { kind: 'initialize', replica: least };
+    case 'expired':
+      return { kind: 'switch', replica: least, reason: 'expired' };
+    case 'released':
+      return { kind: 'switch', replica: least, reason: pin.reason };
+    case 'live': {
+      const pinned = pin.replica;
+      if (!pinned.routable) {
+        return { kind: 'switch', replica: least, reason: pinned.draining ? 'draining' : 'unhealthy' };
+      }
+      if (pinned.outstanding <= least.outstanding + slack) return { kind: 'retain', replica: pinned };
+      return { kind: 'switch', replica: least, reason: 'overload' };
+    }
+  }
+}
+
+/** The value of the `X-Router-Affinity` header for a decision. */
+export function affinityHeader(d: Decision<RoutableView>): string {
+  switch (d.kind) {
+    case 'retain':
+    case 'initialize':
+      return d.kind;
+    case 'switch':
+      return `switch;reason=${d.reason}`;
+    case 'none':
+      return 'none';
+  }
+}

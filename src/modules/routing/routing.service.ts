@@ -1,0 +1,74 @@
+import { Injectable } from '@nestjs/common';
+import { RouterConfig } from '../../config/router-config.js';
+import { AffinityService } from '../affinity/affinity.service.js';
+import type { PinLookup } from '../affinity/session-directory.js';
+import { RegistryService } from '../registry/registry.service.js';
+import type { Replica } from '../registry/replica.js';
+import { decide, leastOutstanding, type Decision, type PinState } from './routing.policy.js';
+
+/**
+ * Applies the pure policy to the live table and the session directory: looks the pin up, decides,
+ * then pins, moves the cursor and counts. Synchronous, so select-then-acquire is atomic.
+ */
+@Injectable()
+export class RoutingService {
+  private readonly slack: number;
+
+  constructor(
+    config: RouterConfig,
+    private readonly registry: RegistryService,
+    private readonly affinity: AffinityService,
+  ) {
+    this.slack = config.routing.affinitySlack;
+    registry.onRemoved((r) => affinity.directory.release(r));
+  }
+
+  route(sessionId: string): Decision<Replica> {
+    const now = this.affinity.clock.now();
+    const pin = toPinState(this.affinity.directory.lookup(sessionId, now));
+    const d = decide(this.registry.list, this.registry.counter, pin, this.slack);
+    if (d.kind === 'none') {
+      this.registry.rejected++;
+      return d;
+    }
+    this.apply(sessionId, d.replica, d.kind === 'retain', now);
+    return d;
+  }
+
+  /** After a connect failure on `failed`: the least-loaded other routable replica, pinned. */
+  reroute(sessionId: string, failed: Replica): Replica | undefined {
+    const r = leastOutstanding(this.registry.list, this.registry.counter, failed);
+    if (r !== undefined) this.apply(sessionId, r, false, this.affinity.clock.now());
+    return r;
+  }
+
+  /** Pin a session by hand (admin). */
+  pin(sessionId: string, r: Replica): void {
+    this.affinity.directory.pin(sessionId, r, this.affinity.clock.now());
+  }
+
+  /** Take a replica out of rotation for good or for a drain: its sessions re-route next turn. */
+  releasePins(r: Replica): void {
+    this.affinity.directory.release(r);
+  }
+
+  private apply(sessionId: string, r: Replica, hit: boolean, now: number): void {
+    this.affinity.directory.pin(sessionId, r, now);
+    r.routed++;
+    if (hit) this.registry.affinityHits++;
+    else if (this.registry.list.length > 0) this.registry.counter = (r.index + 1) % this.registry.list.length;
+  }
+}
+
+function toPinState(l: PinLookup<Replica>): PinState<Replica> {
+  switch (l.status) {
+    case 'none':
+      return l;
+    case 'live':
+      return { status: 'live', replica: l.target };
+    case 'expired':
+      return { status: 'expired', replica: l.target };
+    case 'released':
+      return { status: 'released', replica: l.target, reason: l.target.removed ? 'removed' : 'draining' };
+  }
+}
