@@ -3,7 +3,7 @@ import { ValidationPipe, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
-import { AppModule } from './app.module.js';
+import { AppModule, type AppOptions } from './app.module.js';
 import type { RouterConfig } from './config/router-config.js';
 import { APP_LOGGER } from './common/logging/logging.module.js';
 import type { AppLogger } from './common/logging/logger.js';
@@ -28,13 +28,13 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
 }
 
 /** Build the Nest application (not listening). Used by main.ts and by the tests. */
-export async function createApp(config: RouterConfig): Promise<NestFastifyApplication> {
+export async function createApp(config: RouterConfig, opts: AppOptions = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     bodyLimit: 1024 * 1024,
     return503OnClosing: false,
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, opts), adapter, {
     bufferLogs: true,
     abortOnError: false,
   });
@@ -47,8 +47,11 @@ export async function createApp(config: RouterConfig): Promise<NestFastifyApplic
 }
 
 /** Create, initialise (adoption and initial launches run in init hooks) and listen; then ready. */
-export async function startRouter(config: RouterConfig): Promise<{ app: NestFastifyApplication; url: string; log: AppLogger }> {
-  const app = await createApp(config);
+export async function startRouter(
+  config: RouterConfig,
+  opts: AppOptions = {},
+): Promise<{ app: NestFastifyApplication; url: string; log: AppLogger }> {
+  const app = await createApp(config, opts);
   const log = app.get<AppLogger>(APP_LOGGER);
   for (const w of config.warnings) log.warn(w);
   await app.init();

@@ -10,15 +10,20 @@ import { ProxyModule } from './modules/proxy/proxy.module.js';
 import { FleetModule } from './modules/fleet/fleet.module.js';
 import { AdminModule } from './modules/admin/admin.module.js';
 
+export interface AppOptions {
+  /** Where log lines go (default stdout). */
+  readonly logStream?: NodeJS.WritableStream;
+}
+
 /** Wires the modules; no logic. */
 @Module({})
 export class AppModule {
-  static forRoot(config: RouterConfig): DynamicModule {
+  static forRoot(config: RouterConfig, opts: AppOptions = {}): DynamicModule {
     return {
       module: AppModule,
       imports: [
         RouterConfigModule.forRoot(config),
-        LoggingModule,
+        LoggingModule.forRoot(config, opts.logStream),
         LifecycleModule,
         ScheduleModule.forRoot(),
         RoutingModule,

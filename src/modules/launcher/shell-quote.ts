@@ -1,0 +1,18 @@
+/**
+ * POSIX shell quoting for the launcher's remote command lines (private to the launcher module).
+ * Every word is single-quoted, so no character inside it is special to the shell:
+ * `it's` becomes `'it'\''s'`, the empty word becomes `''`.
+ */
+
+/** Quote one word for a POSIX shell. NUL cannot be passed in argv and is refused. */
+export function shellQuote(word: string): string {
+  if (word.includes('\0')) {
+    throw new TypeError('cannot quote a shell word that contains a NUL byte');
+  }
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Quote every word and join them with single spaces. */
+export function shellJoin(words: readonly string[]): string {
+  return words.map(shellQuote).join(' ');
+}

@@ -1,0 +1,139 @@
+/**
+ * Local process liveness and log-tail helpers used by the local transport.
+ * Kept apart so the transport file reads as the launch/stop lifecycle only.
+ */
+import { open, readdir, readFile } from 'node:fs/promises';
+
+function errnoCode(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err) {
+    const code = (err as { code: unknown }).code;
+    return typeof code === 'string' ? code : undefined;
+  }
+  return undefined;
+}
+
+/** `kill(target, 0)`: true if it exists (EPERM counts as existing), false on ESRCH. */
+function signalZero(target: number): boolean {
+  try {
+    process.kill(target, 0);
+    return true;
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'EPERM') return true;
+    if (code === 'ESRCH') return false;
+    throw err;
+  }
+}
+
+/** State letter and process group from the text of /proc/<pid>/stat. */
+function parseStat(stat: string): { state: string; pgrp: number } {
+  // "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { state: fields[0] ?? '', pgrp: Number(fields[2]) };
+}
+
+async function procState(pid: number): Promise<string | undefined> {
+  try {
+    return parseStat(await readFile(`/proc/${pid}/stat`, 'utf8')).state;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * On Linux, whether some member of process group `pgid` (or the process `pid`) is not a zombie.
+ * Orphaned members of a killed group are reparented to init; an init that reaps lazily (or a
+ * container whose PID 1 never reaps) leaves zombies that `kill(-pgid, 0)` still reports.
+ * Returns undefined when /proc cannot answer (other platforms), so the caller trusts kill().
+ */
+async function hasLiveMemberViaProc(pgid: number): Promise<boolean | undefined> {
+  if (process.platform !== 'linux') return undefined;
+  const leader = await procState(pgid);
+  if (leader !== undefined && leader !== 'Z' && leader !== 'X') return true; // the common case
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited while we looked
+    }
+    const { state, pgrp } = parseStat(stat);
+    if ((pgrp === pgid || Number(entry) === pgid) && state !== 'Z' && state !== 'X') return true;
+  }
+  return false;
+}
+
+/**
+ * True while the process group led by `pid` exists, falling back to the pid alone
+ * (ESRCH → gone, EPERM → exists); zombies do not count as alive on Linux.
+ */
+export async function isProcessGroupAlive(pid: number): Promise<boolean> {
+  if (!signalZero(-pid) && !signalZero(pid)) return false;
+  const live = await hasLiveMemberViaProc(pid);
+  return live ?? true;
+}
+
+/** Send `signal` to the group led by `pid`, else to the pid; false when neither exists. */
+export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, signal);
+      return true;
+    } catch (err) {
+      if (errnoCode(err) !== 'ESRCH') throw err;
+    }
+  }
+  return false;
+}
+
+const TAIL_CHUNK = 64 * 1024;
+const TAIL_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The last `lines` lines of a file, reading backwards from its end in 64 KiB chunks (never the
+ * whole file; at most 16 MiB). A missing file yields []. A trailing newline does not count as
+ * an empty last line.
+ */
+export async function tailFile(path: string, lines: number): Promise<string[]> {
+  if (lines <= 0) return [];
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return [];
+    throw err;
+  }
+  try {
+    const size = (await handle.stat()).size;
+    const chunks: Buffer[] = [];
+    let position = size;
+    let newlines = 0;
+    let read = 0;
+    // One newline more than wanted marks the start of the first kept line (+1 for a trailing one).
+    while (position > 0 && newlines <= lines && read < TAIL_MAX_BYTES) {
+      const length = Math.min(TAIL_CHUNK, position);
+      position -= length;
+      const buf = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buf, 0, length, position);
+      const chunk = buf.subarray(0, bytesRead);
+      chunks.unshift(chunk);
+      read += bytesRead;
+      for (const byte of chunk) if (byte === 0x0a) newlines++;
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    const all = text.split('\n');
+    if (all.at(-1) === '') all.pop();
+    // The first line is partial when we did not reach the start of the file.
+    if (position > 0) all.shift();
+    return all.slice(-lines);
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,216 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { spawnSim, simRequest, simStream, stopAllSims, type SimProcess } from '../support/sim-process.js';
+import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
+
+describe('data plane (SPEC §3)', () => {
+  let sim: SimProcess;
+  let router: TestRouter;
+
+  before(async () => {
+    sim = await spawnSim({ name: 'only', args: ['--itl-ms', '100'] });
+    router = await startTestRouter({ replicas: [{ name: 'only', host: '127.0.0.1', port: sim.port }] }, ['--max-body', '6MiB']);
+  });
+  after(async () => {
+    await router?.close();
+    await stopAllSims();
+  });
+
+  it('forwards exactly the bytes received (sha256 over a 5 MiB body with unicode and odd whitespace)', async () => {
+    const filler = ' \t\r\n  ünïcödé 日本語 \u2028 emoji 🚀 ' + Math.random().toString(36);
+    const content = filler.repeat(Math.ceil((5 * 1024 * 1024) / Buffer.byteLength(filler)));
+    const body = Buffer.from(`{ "model" : "sim-model",\n\t"messages":[{"role":"user","content":${JSON.stringify(content)}}] ,"max_tokens":1 }  \n`);
+    const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(r.status, 200);
+    const st = await sim.stats();
+    assert.equal(st.last_request?.body_bytes, body.length);
+    assert.equal(st.last_request?.body_sha256, createHash('sha256').update(body).digest('hex'));
+    assert.equal(st.last_request?.headers['content-length'], String(body.length));
+  });
+
+  it('refuses a body over --max-body with 413 body_too_large before any replica sees it', async () => {
+    const before = (await sim.stats()).requests;
+    const r = await simRequest(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-session-id': 'big' },
+      body: Buffer.alloc(7 * 1024 * 1024, 0x20),
+    });
+    assert.equal(r.status, 413);
+    assert.equal(r.headers['content-type'], 'application/json');
+    const e = JSON.parse(r.body.toString()) as Record<string, unknown>;
+    assert.deepEqual({ object: e['object'], type: e['type'], code: e['code'] }, { object: 'error', type: 'invalid_request_error', code: 'body_too_large' });
+    assert.equal(typeof e['message'], 'string');
+    assert.equal(r.headers['x-session-id'], 'big');
+    assert.ok(r.headers['x-request-id']);
+    assert.equal((await sim.stats()).requests, before);
+  });
+
+  it('relays a stream chunk by chunk: 20 token chunks 100 ms apart, first within 150 ms, then [DONE]', async () => {
+    const start = performance.now();
+    const s = await simStream(`${router.url}/v1/chat/completions`, {
+      headers: { 'x-session-id': 'streamer' },
+      body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 20, messages: [{ role: 'user', content: 'count' }] }),
+    });
+    assert.equal(s.status, 200);
+    assert.equal(s.headers['x-session-id'], 'streamer');
+    assert.equal(s.headers['x-router-replica'], 'only');
+    assert.match(String(s.headers['content-type']), /^text\/event-stream/);
+    assert.equal(await s.done, 'end');
+    const ev = s.events;
+    assert.equal(ev.at(-1)?.data, '[DONE]');
+    // 20 token chunks, then the finish chunk (sent right after the last token)
+    const chunks = ev.filter((e) => e.data !== '[DONE]').slice(0, 20);
+    assert.equal(ev.length, 22);
+    assert.ok(chunks[0]!.at - start < 150, `first chunk after ${chunks[0]!.at - start} ms`);
+    // chunk by chunk: arrivals spread over ~1.9 s, no two consecutive ones bunched together
+    assert.ok(chunks.at(-1)!.at - chunks[0]!.at > 1_500);
+    for (let i = 2; i < chunks.length; i++) assert.ok(chunks[i]!.at - chunks[i - 1]!.at > 50, `chunk ${i} bunched`);
+  });
+
+  it('destroys the upstream request within 1 s of a client disconnect and frees the in-flight count', async () => {
+    const aborted = (await sim.stats()).aborted;
+    const s = await simStream(`${router.url}/v1/chat/completions`, {
+      body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'long' }] }),
+    });
+    await s.waitForEvents(2);
+    assert.equal(router.outstanding('only'), 1);
+    const cut = performance.now();
+    s.destroy();
+    await waitFor(async () => (await sim.stats()).aborted === aborted + 1, 1_000, 'the simulator to count the abort');
+    assert.ok(performance.now() - cut < 1_000);
+    await waitFor(() => router.outstanding('only') === 0, 1_000, 'outstanding back to 0');
+  });
+
+  it('forwards every method under /v1 with the query string, X-Forwarded-* and without hop-by-hop headers', async () => {
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH']) {
+      const body = method === 'GET' ? undefined : Buffer.from('{"input":"x"}');
+      const r = await simRequest(`${router.url}/v1/embeddings/x?a=1&b=two`, {
+        method,
+        headers: {
+          connection: 'keep-alive',
+          'keep-alive': 'timeout=5',
+          'x-custom': 'kept',
+          authorization: 'Bearer upstream-key',
+          ...(body ? { 'content-length': String(body.length) } : {}),
+        },
+        body,
+      });
+      assert.equal(r.status, 200, method);
+      const echo = JSON.parse(r.body.toString()) as { method: string; path: string; query: string };
+      assert.equal(echo.method, method);
+      assert.equal(echo.path, '/v1/embeddings/x');
+      assert.match(echo.query, /a=1&b=two/);
+      const h = (await sim.stats()).last_request!.headers;
+      assert.equal(h['x-custom'], 'kept');
+      assert.equal(h['authorization'], 'Bearer upstream-key');
+      assert.equal(h['keep-alive'], undefined);
+      assert.equal(h['x-forwarded-for'], '127.0.0.1');
+      assert.equal(h['x-forwarded-proto'], 'http');
+      assert.ok(h['x-forwarded-host']);
+    }
+  });
+
+  it('relays GET /v1/models with the router headers', async () => {
+    const r = await simRequest(`${router.url}/v1/models`);
+    assert.equal(r.status, 200);
+    const body = JSON.parse(r.body.toString()) as { data: Array<{ id: string }> };
+    assert.equal(body.data[0]?.id, 'sim-model');
+    assert.equal(r.headers['x-router-replica'], 'only');
+    assert.match(String(r.headers['x-session-id']), /^[0-9a-f]{32}$/);
+  });
+
+  it('keeps an incoming X-Request-Id that is valid and replaces one that is not', async () => {
+    const ok = await simRequest(`${router.url}/v1/models`, { headers: { 'x-request-id': 'req-123' } });
+    assert.equal(ok.headers['x-request-id'], 'req-123');
+    const bad = await simRequest(`${router.url}/v1/models`, { headers: { 'x-request-id': 'bad id\t' } });
+    assert.notEqual(bad.headers['x-request-id'], 'bad id\t');
+    assert.match(String(bad.headers['x-request-id']), /^[A-Za-z0-9._:-]{1,128}$/);
+  });
+});
+
+describe('data plane failures (SPEC §3, §5)', () => {
+  after(stopAllSims);
+
+  it('ends a stream broken by a replica that dies with one error event and no [DONE]', async () => {
+    const sim = await spawnSim({ name: 'dies', args: ['--itl-ms', '20'] });
+    const router = await startTestRouter({ replicas: [{ name: 'dies', host: '127.0.0.1', port: sim.port }] });
+    try {
+      await sim.setFaults({ die_after_chunks: 3 });
+      const s = await simStream(`${router.url}/v1/chat/completions`, {
+        body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 50, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(s.status, 200);
+      await s.done;
+      const data = s.events.map((e) => e.data);
+      assert.equal(data.includes('[DONE]'), false);
+      const errors = data.filter((d) => d.includes('"error"'));
+      assert.equal(errors.length, 1);
+      const last = JSON.parse(data.at(-1)!) as { error: { type: string; code: string } };
+      assert.deepEqual([last.error.type, last.error.code], ['upstream_error', 'replica_disconnected']);
+      assert.equal(data.length, 4);
+      await waitFor(() => router.outstanding('dies') === 0, 1_000, 'outstanding back to 0');
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('answers GET /v1/models within --models-timeout + 1 s when a replica hangs, using the next one', async () => {
+    const hang = await spawnSim({ name: 'hang' });
+    const good = await spawnSim({ name: 'good' });
+    const router = await startTestRouter(
+      { replicas: [hang, good].map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), health: { path: '/__sim/stats' } },
+      ['--models-timeout', '1'],
+    );
+    try {
+      await hang.setFaults({ hang: 'headers' });
+      const t0 = performance.now();
+      const r = await simRequest(`${router.url}/v1/models`);
+      const took = performance.now() - t0;
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['x-router-replica'], 'good');
+      assert.ok(took < 2_000, `took ${took} ms`);
+      await good.setFaults({ hang: 'headers' });
+      const t1 = performance.now();
+      const none = await simRequest(`${router.url}/v1/models`);
+      assert.equal(none.status, 503);
+      assert.ok(performance.now() - t1 < 3_000);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('cuts a non-stream request with 504 replica_timeout after --request-timeout and frees the replica', async () => {
+    const sim = await spawnSim({ name: 'slow' });
+    const router = await startTestRouter({ replicas: [{ name: 'slow', host: '127.0.0.1', port: sim.port }] }, ['--request-timeout', '0.5']);
+    try {
+      await sim.setFaults({ hang: 'headers' });
+      const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from('{"messages":[]}') });
+      assert.equal(r.status, 504);
+      assert.equal((JSON.parse(r.body.toString()) as { code: string }).code, 'replica_timeout');
+      assert.equal(r.headers['x-router-replica'], 'slow');
+      await waitFor(() => router.outstanding('slow') === 0, 1_000, 'outstanding back to 0');
+      await waitFor(async () => (await sim.stats()).aborted >= 1, 1_000, 'the simulator to see the abort');
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('cuts a stalled stream after --stream-idle-timeout with a replica_timeout error event', async () => {
+    const sim = await spawnSim({ name: 'stall' });
+    const router = await startTestRouter({ replicas: [{ name: 'stall', host: '127.0.0.1', port: sim.port }] }, ['--stream-idle-timeout', '0.5']);
+    try {
+      await sim.setFaults({ hang: 'body' });
+      const s = await simStream(`${router.url}/v1/chat/completions`, {
+        body: JSON.stringify({ model: 'sim-model', stream: true, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      await s.done;
+      const last = JSON.parse(s.events.at(-1)!.data) as { error: { code: string } };
+      assert.equal(last.error.code, 'replica_timeout');
+      assert.equal(s.events.some((e) => e.data === '[DONE]'), false);
+      await waitFor(() => router.outstanding('stall') === 0, 1_000, 'outstanding back to 0');
+    } finally {
+      await router.close();
+    }
+  });
+});

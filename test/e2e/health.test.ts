@@ -1,0 +1,178 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { freePort, spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
+import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
+import { RegistryService } from '../../src/modules/registry/registry.service.js';
+
+const chat = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
+const post = (router: TestRouter, headers: Record<string, string> = {}) =>
+  simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: chat });
+const health = async (router: TestRouter) => {
+  const r = await simRequest(`${router.url}/health`);
+  return { status: r.status, body: JSON.parse(r.body.toString()) as { status: string; replicas: Array<{ name: string; ready: boolean; outstanding: number; routed: number }> } & Record<string, unknown> };
+};
+const ready = async (router: TestRouter, name: string) => (await health(router)).body.replicas.find((r) => r.name === name)?.ready;
+
+describe('health and failover (SPEC §5)', () => {
+  after(stopAllSims);
+
+  it('retries a refused connection once on another replica and demotes the refusing one at once', async () => {
+    const dead = await freePort();
+    const good = await spawnSim({ name: 'good' });
+    const router = await startTestRouter(
+      { replicas: [{ name: 'dead', host: '127.0.0.1', port: dead }, { name: 'good', host: '127.0.0.1', port: good.port }] },
+      ['--health-interval', '60'],
+    );
+    try {
+      // the first new session goes to index 0 = "dead"
+      const r = await post(router, { 'x-session-id': 'first' });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['x-replica-name'], 'good');
+      assert.equal(r.headers['x-router-replica'], 'good');
+      assert.equal(await ready(router, 'dead'), false);
+      for (let i = 0; i < 5; i++) assert.equal((await post(router)).headers['x-replica-name'], 'good');
+      assert.equal(router.outstanding('dead'), 0);
+      assert.equal(router.outstanding('good'), 0);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('answers 502 replica_unreachable when the retry cannot connect either', async () => {
+    const [a, b] = [await freePort(), await freePort()];
+    const router = await startTestRouter(
+      { replicas: [{ name: 'a', host: '127.0.0.1', port: a }, { name: 'b', host: '127.0.0.1', port: b }] },
+      ['--health-interval', '60'],
+    );
+    try {
+      const r = await post(router, { 'x-session-id': 's' });
+      assert.equal(r.status, 502);
+      const e = JSON.parse(r.body.toString()) as Record<string, string>;
+      assert.deepEqual([e['object'], e['type'], e['code']], ['error', 'bad_gateway', 'replica_unreachable']);
+      assert.equal(r.headers['x-session-id'], 's');
+      assert.equal(r.headers['x-router-replica'], 'b');
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('demotes a replica whose /health answers 503 after fall polls, routes nothing to it, and promotes it after rise', async () => {
+    const sick = await spawnSim({ name: 'sick' });
+    const well = await spawnSim({ name: 'well' });
+    const router = await startTestRouter(
+      { replicas: [sick, well].map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), health: { fall: 2, rise: 2 } },
+      ['--health-interval', '0.1'],
+    );
+    try {
+      await sick.setFaults({ health: 'not_ready' });
+      await waitFor(async () => (await ready(router, 'sick')) === false, 3_000, 'sick to be demoted');
+      const before = (await sick.stats()).requests;
+      for (let i = 0; i < 6; i++) assert.equal((await post(router, { 'x-session-id': `n${i}` })).headers['x-replica-name'], 'well');
+      assert.equal((await sick.stats()).requests, before);
+      await sick.setFaults({ health: 'ok' });
+      await waitFor(async () => (await ready(router, 'sick')) === true, 3_000, 'sick to be promoted');
+      const names = new Set<string>();
+      for (let i = 0; i < 4; i++) names.add(String((await post(router, { 'x-session-id': `m${i}` })).headers['x-replica-name']));
+      assert.ok(names.has('sick'));
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('needs fall consecutive failures: one bad poll does not demote', async () => {
+    const flaky = await spawnSim({ name: 'flaky' });
+    const router = await startTestRouter(
+      { replicas: [{ name: 'flaky', host: '127.0.0.1', port: flaky.port }], health: { fall: 3, rise: 1 } },
+      ['--health-interval', '0.1'],
+    );
+    try {
+      await flaky.setFaults({ health: 'not_ready' });
+      // wait until a failed poll has been recorded, then heal before the third
+      const replica = router.app.get(RegistryService).get('flaky')!;
+      await waitFor(() => replica.failures >= 1, 3_000, 'one failed poll');
+      await flaky.setFaults({ health: 'ok' });
+      await waitFor(() => replica.failures === 0, 3_000, 'a good poll');
+      assert.equal(replica.ready, true);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('never demotes for 4xx answers', async () => {
+    const sim = await spawnSim({ name: 'strict' });
+    const router = await startTestRouter({ replicas: [{ name: 'strict', host: '127.0.0.1', port: sim.port }], health: { fall: 1 } }, ['--health-interval', '60']);
+    try {
+      for (let i = 0; i < 5; i++) {
+        const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from('{not json') });
+        assert.equal(r.status, 400);
+      }
+      assert.equal(await ready(router, 'strict'), true);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('counts a 5xx as one health failure', async () => {
+    const sim = await spawnSim({ name: 'err' });
+    const router = await startTestRouter({ replicas: [{ name: 'err', host: '127.0.0.1', port: sim.port }], health: { fall: 2 } }, ['--health-interval', '60']);
+    try {
+      await sim.setFaults({ status: 500 });
+      assert.equal((await post(router)).status, 500);
+      assert.equal(await ready(router, 'err'), true);
+      assert.equal((await post(router)).status, 500);
+      assert.equal(await ready(router, 'err'), false);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('with every replica down answers 503 no_replica_available with Retry-After and X-Session-Id in under 100 ms', async () => {
+    const sim = await spawnSim({ name: 'down' });
+    const router = await startTestRouter({ replicas: [{ name: 'down', host: '127.0.0.1', port: sim.port }], health: { fall: 1 } }, ['--health-interval', '0.1']);
+    try {
+      await sim.setFaults({ health: 'not_ready' });
+      await waitFor(async () => (await health(router)).status === 503, 3_000, '/health to turn 503');
+      const h = await health(router);
+      assert.equal(h.body.status, 'no_replicas');
+      for (let i = 0; i < 5; i++) {
+        const t0 = performance.now();
+        const r = await post(router, { 'x-session-id': 'lonely' });
+        const took = performance.now() - t0;
+        assert.equal(r.status, 503);
+        assert.ok(took < 100, `took ${took} ms`);
+        assert.equal(r.headers['retry-after'], '1');
+        assert.equal(r.headers['x-session-id'], 'lonely');
+        assert.equal(r.headers['content-type'], 'application/json');
+        const e = JSON.parse(r.body.toString()) as Record<string, string>;
+        assert.deepEqual([e['object'], e['type'], e['code']], ['error', 'service_unavailable', 'no_replica_available']);
+        assert.equal(typeof e['message'], 'string');
+      }
+      assert.equal((await health(router)).body['rejected'], 5);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('GET /health has the pypto-compatible body', async () => {
+    const sim = await spawnSim({ name: 'h0' });
+    const router = await startTestRouter({ replicas: [{ name: 'h0', host: '127.0.0.1', port: sim.port }] });
+    try {
+      await post(router, { 'x-session-id': 'a' });
+      await post(router, { 'x-session-id': 'a' });
+      const h = await health(router);
+      assert.equal(h.status, 200);
+      assert.deepEqual(Object.keys(h.body).sort(), ['affinity_hits', 'rejected', 'replicas', 'replicas_ready', 'replicas_total', 'routed', 'sessions', 'status']);
+      assert.deepEqual(
+        { ...h.body, replicas: undefined },
+        { status: 'ok', replicas_ready: 1, replicas_total: 1, sessions: 1, routed: 2, affinity_hits: 1, rejected: 0, replicas: undefined },
+      );
+      assert.deepEqual(h.body.replicas[0], { name: 'h0', url: `http://127.0.0.1:${sim.port}`, ready: true, draining: false, outstanding: 0, routed: 2 });
+      const live = await simRequest(`${router.url}/livez`);
+      assert.equal(live.status, 200);
+      const rz = await simRequest(`${router.url}/readyz`);
+      assert.equal(rz.status, 200);
+    } finally {
+      await router.close();
+    }
+  });
+});

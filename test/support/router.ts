@@ -1,0 +1,85 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { startRouter } from '../../src/app.factory.js';
+import { loadRouterConfig } from '../../src/config/config.loader.js';
+import type { RouterConfig } from '../../src/config/router-config.js';
+import { RegistryService } from '../../src/modules/registry/registry.service.js';
+
+/** A router booted in this process (real AppModule on Fastify, real sockets). */
+export interface TestRouter {
+  readonly url: string;
+  readonly app: NestFastifyApplication;
+  readonly config: RouterConfig;
+  /** Every log line so far, parsed. */
+  logs(): Array<Record<string, unknown>>;
+  /** Resolves with the first log line matching, polling until `timeoutMs`. */
+  waitForLog(pred: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Outstanding count of a replica, read from the registry. */
+  outstanding(name: string): number;
+  close(): Promise<void>;
+}
+
+export function writeTempConfig(config: unknown, name = 'config.json'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ar-test-'));
+  const p = join(dir, name);
+  writeFileSync(p, typeof config === 'string' ? config : JSON.stringify(config, null, 2));
+  return p;
+}
+
+/**
+ * Loads `config` through the real loader (flags as a user would give them) and starts the app on
+ * an ephemeral loopback port. Fast health polling by default so tests do not wait.
+ */
+export async function startTestRouter(
+  config: unknown,
+  flags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<TestRouter> {
+  const file = writeTempConfig(config);
+  const argv = ['--config', file, '--host', '127.0.0.1', '--port', '0', '--health-interval', '0.2', '--health-timeout', '1', '--log-level', 'info', ...flags];
+  const cfg = loadRouterConfig(argv, env);
+  const stream = new PassThrough();
+  const lines: Array<Record<string, unknown>> = [];
+  let partial = '';
+  stream.on('data', (c: Buffer) => {
+    partial += c.toString('utf8');
+    let i: number;
+    while ((i = partial.indexOf('\n')) >= 0) {
+      const line = partial.slice(0, i);
+      partial = partial.slice(i + 1);
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ msg: line });
+      }
+    }
+  });
+  const { app, url } = await startRouter(cfg, { logStream: stream });
+  const registry = app.get(RegistryService);
+  return {
+    url,
+    app,
+    config: cfg,
+    logs: () => lines,
+    waitForLog: (pred, timeoutMs = 5_000) =>
+      waitFor(() => lines.find(pred), timeoutMs, 'log line'),
+    outstanding: (name) => registry.get(name)?.outstanding ?? NaN,
+    close: async () => {
+      await app.close();
+    },
+  };
+}
+
+/** Polls `probe` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
+export async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 5_000, what = 'condition'): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
