@@ -3,6 +3,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { RouterConfigModule } from './config/config.module.js';
 import type { RouterConfig } from './config/router-config.js';
 import { LoggingModule } from './common/logging/logging.module.js';
+import { PROCESS_ENV, type ProcessEnv } from './common/process-env.js';
 import { LifecycleModule } from './modules/lifecycle/lifecycle.module.js';
 import { RoutingModule } from './modules/routing/routing.module.js';
 import { HealthModule } from './modules/health/health.module.js';
@@ -13,6 +14,8 @@ import { AdminModule } from './modules/admin/admin.module.js';
 export interface AppOptions {
   /** Where log lines go (default stdout). */
   readonly logStream?: NodeJS.WritableStream;
+  /** The router's environment, inherited by locally launched replicas minus ROUTER_* (default: none). */
+  readonly env?: ProcessEnv;
 }
 
 /** Wires the modules; no logic. */
@@ -21,6 +24,9 @@ export class AppModule {
   static forRoot(config: RouterConfig, opts: AppOptions = {}): DynamicModule {
     return {
       module: AppModule,
+      global: true,
+      providers: [{ provide: PROCESS_ENV, useValue: opts.env ?? {} }],
+      exports: [PROCESS_ENV],
       imports: [
         RouterConfigModule.forRoot(config),
         LoggingModule.forRoot(config, opts.logStream),

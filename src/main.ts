@@ -1,12 +1,14 @@
 import 'reflect-metadata';
 import { loadConfigOrExit } from './config/cli.js';
-import { startRouter } from './app.factory.js';
-import { ShutdownService } from './modules/lifecycle/shutdown.service.js';
+import { ConfigError, formatConfigProblems } from './config/config-error.js';
 
 /** Bootstrap only: config (exit 2 on any problem), app, signals, listen. */
 async function main(): Promise<void> {
   const config = loadConfigOrExit(process.argv.slice(2), process.env);
-  const { app, log } = await startRouter(config);
+  // Nest is loaded only once the config is valid, so a bad config exits 2 at once.
+  const { startRouter } = await import('./app.factory.js');
+  const { ShutdownService } = await import('./modules/lifecycle/shutdown.service.js');
+  const { app, log } = await startRouter(config, { env: process.env });
   const shutdown = app.get(ShutdownService);
   for (const sig of ['SIGTERM', 'SIGINT'] as const) {
     process.once(sig, () => {
@@ -23,6 +25,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof ConfigError) {
+    process.stderr.write(formatConfigProblems(e.problems) + '\n');
+    process.exit(2);
+  }
   process.stderr.write(`fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(1);
 });

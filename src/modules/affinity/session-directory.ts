@@ -46,6 +46,8 @@ export class SessionDirectory<T extends PinTarget> {
   private stale = 0;
   evictedLru = 0;
   evictedTtl = 0;
+  /** Bumped whenever a pin is created, moved or removed (not on a plain touch): persistence polls it. */
+  version = 0;
 
   constructor(
     readonly ttlMs: number,
@@ -74,6 +76,7 @@ export class SessionDirectory<T extends PinTarget> {
   pin(id: string, target: T, now: number): void {
     const e = this.map.get(id);
     if (e !== undefined) {
+      if (e.target !== target || e.epoch !== target.pinEpoch) this.version++;
       this.map.delete(id);
       this.forgetEntry(e);
       e.target = target;
@@ -81,6 +84,7 @@ export class SessionDirectory<T extends PinTarget> {
       e.lastUsed = now;
       this.map.set(id, e);
     } else {
+      this.version++;
       this.map.set(id, new Entry(target, target.pinEpoch, now));
       if (this.map.size > this.maxSessions) this.evictFront(now);
     }
@@ -91,6 +95,7 @@ export class SessionDirectory<T extends PinTarget> {
   unpin(id: string, now: number): boolean {
     const e = this.map.get(id);
     if (e === undefined) return false;
+    this.version++;
     this.map.delete(id);
     const live = e.epoch === e.target.pinEpoch && now - e.lastUsed <= this.ttlMs;
     this.forgetEntry(e);
@@ -100,6 +105,7 @@ export class SessionDirectory<T extends PinTarget> {
   /** Release every pin to `target` at once. */
   release(target: T): void {
     this.stale += target.pins;
+    if (target.pins > 0) this.version++;
     target.pins = 0;
     target.pinEpoch++;
   }
@@ -116,6 +122,13 @@ export class SessionDirectory<T extends PinTarget> {
       removed++;
     }
     return removed;
+  }
+
+  /** Live pins, least recently used first (state file, admin listing). */
+  *livePins(now: number): Generator<{ id: string; target: T; lastUsed: number }> {
+    for (const [id, e] of this.map) {
+      if (e.epoch === e.target.pinEpoch && now - e.lastUsed <= this.ttlMs) yield { id, target: e.target, lastUsed: e.lastUsed };
+    }
   }
 
   stats(): DirectoryStats {

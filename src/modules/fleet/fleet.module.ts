@@ -1,10 +1,13 @@
 import { Module } from '@nestjs/common';
+import { LauncherModule } from '../launcher/launcher.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
+import { FleetBootstrap } from './fleet.bootstrap.js';
 import { FleetService } from './fleet.service.js';
+import { StateService } from './state.service.js';
 
 @Module({
-  imports: [RoutingModule],
-  providers: [FleetService],
+  imports: [RoutingModule, LauncherModule],
+  providers: [FleetService, StateService, FleetBootstrap],
   exports: [FleetService],
 })
 export class FleetModule {}

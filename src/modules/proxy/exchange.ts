@@ -39,6 +39,8 @@ export class Exchange {
   /** Last two bytes relayed, to close a torn SSE event before the router's own. */
   tail = '';
   detail: string | undefined;
+  /** Set by the proxy: cut this exchange (drain timeout). */
+  onAbort: ((reason: string) => void) | undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -46,6 +48,10 @@ export class Exchange {
   ) {
     const incoming = req.headers['x-request-id'];
     this.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  }
+
+  abort(reason: string): void {
+    this.onAbort?.(reason);
   }
 
   end(cause: TerminationCause, detail?: string): void {

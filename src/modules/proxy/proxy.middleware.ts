@@ -52,6 +52,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
 
   async use(req: ProxiedRequest, res: ServerResponse, next: (err?: unknown) => void): Promise<void> {
     const ex = new Exchange(req, res);
+    ex.onAbort = (reason) => this.aborted(ex, reason);
     req.exchange = ex;
     res.once('close', () => this.closed(ex));
     if (this.lifecycle.stopping) {
@@ -104,6 +105,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     ex.attempts++;
     ex.connected = false;
     r.outstanding++;
+    r.inflight.add(ex);
     ex.counted = true;
     void this.proxies[r.endpoint.scheme](ex.req, ex.res, next);
   }
@@ -205,6 +207,15 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     this.cut(ex, 'replica_timeout', msg);
   }
 
+  /** The fleet cut the exchange (drain timeout): same client view as a replica that went away. */
+  private aborted(ex: Exchange, reason: string): void {
+    if (ex.cause !== undefined || ex.res.destroyed) return;
+    ex.end('upstream_error', reason);
+    ex.proxyReq?.destroy();
+    if (!ex.res.headersSent) return this.fail(ex, 'replica_disconnected', 'upstream_error', reason);
+    this.cut(ex, 'replica_disconnected', reason);
+  }
+
   /** The upstream broke after the response started. */
   private broken(ex: Exchange, code: 'replica_disconnected', message: string): void {
     if (ex.cause !== undefined || ex.res.destroyed) return;
@@ -254,6 +265,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
   private release(ex: Exchange): void {
     if (ex.counted && ex.replica) {
       ex.replica.outstanding--;
+      ex.replica.inflight.delete(ex);
       ex.counted = false;
     }
   }

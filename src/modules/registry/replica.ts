@@ -22,6 +22,11 @@ export interface ReplicaPlacement {
   readonly model?: string;
 }
 
+/** An in-flight exchange the fleet can cut (drain timeout). */
+export interface Abortable {
+  abort(reason: string): void;
+}
+
 /**
  * One row of the replica table. Mutable counters live here so the hot path touches one object;
  * only the registry and its direct users (proxy, health, fleet) change them.
@@ -43,6 +48,8 @@ export class Replica {
   /** True once the replica has been ready at least once. */
   everReady: boolean;
   lastHealth: HealthResult | null = null;
+  /** Exchanges currently on this replica (kept by the proxy). */
+  readonly inflight = new Set<Abortable>();
 
   constructor(
     readonly name: string,

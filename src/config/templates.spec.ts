@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { HostSpec, SlotSpec } from './router-config.js';
+import {
+  buildLaunchArgv,
+  buildLaunchEnv,
+  buildStopArgv,
+  expandTemplate,
+  findHostTemplateProblems,
+  findTemplateProblems,
+  shellJoin,
+  shellQuote,
+  templateVars,
+  TEMPLATE_PLACEHOLDERS,
+} from './templates.js';
+
+const host = (over: Partial<HostSpec> = {}): HostSpec => ({
+  name: 'node02',
+  ssh: 'serve@node02',
+  sshPort: 22,
+  insecureAcceptHostKey: false,
+  devices: [0, 1, 2, 3],
+  devicesPerReplica: 2,
+  portBase: 9001,
+  model: '/models/dsv4',
+  serveArgs: [],
+  env: {},
+  python: 'python3',
+  logDir: '/tmp/affinity-router',
+  ...over,
+});
+const slot: SlotSpec = { name: 'node02-d2', host: 'node02', devices: [2, 3], port: 9003, address: 'node02', local: false };
+
+/** What /bin/sh makes of a command line: one printed line per word. */
+function shellWords(line: string): string[] {
+  const out = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${line}`], { encoding: 'utf8' });
+  return out.split('\0').slice(0, -1);
+}
+
+describe('template placeholders', () => {
+  it('knows exactly the seven placeholders', () => {
+    assert.deepEqual([...TEMPLATE_PLACEHOLDERS], ['model', 'served_model_name', 'port', 'device', 'devices', 'host', 'slot']);
+  });
+
+  it('accepts every known placeholder and doubled braces', () => {
+    assert.deepEqual(findTemplateProblems('{model}{served_model_name}{port}{device}{devices}{host}{slot} {{x}}'), []);
+  });
+
+  it('names an unknown placeholder and lists the known ones', () => {
+    const [problem, ...rest] = findTemplateProblems('--gpu={gpu}');
+    assert.equal(rest.length, 0);
+    assert.match(problem, /^unknown placeholder \{gpu\} \(known: \{model\}, \{served_model_name\}, \{port\}/);
+  });
+
+  it('reports unbalanced braces with their offset', () => {
+    assert.match(findTemplateProblems('a{port')[0], /unbalanced "\{" at offset 1/);
+    assert.match(findTemplateProblems('a}b')[0], /unbalanced "\}" at offset 1/);
+    assert.match(findTemplateProblems('{{port}')[0], /unbalanced "\}" at offset 6/);
+    assert.match(findTemplateProblems('{}')[0], /unknown placeholder \{\}/);
+  });
+
+  it('expands placeholders and literal braces', () => {
+    const vars = templateVars(host(), slot);
+    assert.equal(expandTemplate('{host}/{slot}:{port} d={device} ds={devices} {{"k": 1}}', vars), 'node02/node02-d2:9003 d=2 ds=2,3 {"k": 1}');
+    assert.equal(expandTemplate('{served_model_name}', vars), '/models/dsv4', 'served name falls back to the model');
+  });
+
+  it('refuses to expand a malformed template', () => {
+    assert.throws(() => expandTemplate('{gpu}', templateVars(host(), slot)), /unknown placeholder \{gpu\}/);
+  });
+
+  it('reports each bad element of a host at its own path', () => {
+    const problems = findHostTemplateProblems(
+      host({ command: ['run', '{port}', 'x', '{gpu}'], serveArgs: ['{oops'], env: { CUDA_VISIBLE_DEVICES: '{cards}' } }),
+      'hosts[0]',
+    );
+    assert.deepEqual(
+      problems.map((p) => p.path),
+      ['hosts[0].command[3]', 'hosts[0].serve_args[0]', 'hosts[0].env.CUDA_VISIBLE_DEVICES'],
+    );
+    assert.match(problems[0].message, /unknown placeholder \{gpu\}/);
+    assert.match(problems[2].message, /\{cards\}/);
+  });
+
+  it('refuses {model} on a host that declares no model', () => {
+    const problems = findHostTemplateProblems(host({ model: undefined, command: ['serve', '{model}'] }), 'hosts[1]');
+    assert.deepEqual(problems, [{ path: 'hosts[1].command[1]', message: 'uses {model} but the host declares no "model"' }]);
+  });
+});
+
+describe('launch argv', () => {
+  it('builds pypto-serving-router serve argv by default', () => {
+    assert.deepEqual(buildLaunchArgv(host({ servedModelName: 'dsv4', serveArgs: ['--tp', '{devices}'] }), slot), [
+      'python3', '-m', 'pypto_serving.cli', '--model', '/models/dsv4', '--devices', '2,3', '--host', '0.0.0.0',
+      '--port', '9003', '--show-startup-logs', '--served-model-name', 'dsv4', '--tp', '2,3',
+    ]);
+  });
+
+  it('wraps the serve argv as one shell-quoted argument after launch_wrapper', () => {
+    const argv = buildLaunchArgv(host({ launchWrapper: ['task-submit', '--dev', '{device}'], serveArgs: ['--note', "it's"] }), slot);
+    assert.equal(argv.length, 4);
+    assert.deepEqual(argv.slice(0, 3), ['task-submit', '--dev', '2']);
+    assert.equal(
+      argv[3],
+      `python3 -m pypto_serving.cli --model /models/dsv4 --devices 2,3 --host 0.0.0.0 --port 9003 --show-startup-logs --note 'it'"'"'s'`,
+    );
+  });
+
+  it('uses command as the whole argv (serve_args not appended), templated', () => {
+    const argv = buildLaunchArgv(host({ command: ['vllm', 'serve', '{model}', '--port', '{port}'], serveArgs: ['--ignored'] }), slot);
+    assert.deepEqual(argv, ['vllm', 'serve', '/models/dsv4', '--port', '9003']);
+  });
+
+  it('never templates plain values such as the model path', () => {
+    assert.equal(buildLaunchArgv(host({ model: '/m/{weird}' }), slot)[4], '/m/{weird}');
+  });
+
+  it('expands stop_command, or leaves stopping to the launcher', () => {
+    assert.deepEqual(buildStopArgv(host({ stopCommand: ['pkill', '-f', 'serve.*--port {port}( |$)'] }), slot), ['pkill', '-f', 'serve.*--port 9003( |$)']);
+    assert.equal(buildStopArgv(host(), slot), undefined);
+  });
+});
+
+describe('launch env', () => {
+  it('strips every ROUTER_ variable, keeps the rest, adds the templated host env', () => {
+    const env = buildLaunchEnv(host({ env: { ASCEND_RT_VISIBLE_DEVICES: '{devices}', PATH: '/opt/bin' } }), slot, {
+      PATH: '/usr/bin',
+      HOME: '/home/serve',
+      ROUTER_ADMIN_TOKEN: 's3cret',
+      ROUTER_PORT: '8000',
+      UNSET: undefined,
+    });
+    assert.deepEqual(env, { PATH: '/opt/bin', HOME: '/home/serve', ASCEND_RT_VISIBLE_DEVICES: '2,3' });
+  });
+});
+
+describe('shell quoting', () => {
+  const nasty = ['$(touch /tmp/pwned)', ';', 'a b', "it's", '"dq"', 'line1\nline2', '', '`id`', '*', '$HOME', '\\', "'", '--flag=x', 'plain/path.txt'];
+
+  it('leaves safe words bare and quotes empty words as two quotes', () => {
+    assert.equal(shellQuote('plain/path-1.txt'), 'plain/path-1.txt');
+    assert.equal(shellQuote(''), "''");
+    assert.equal(shellQuote('a b'), "'a b'");
+    assert.equal(shellQuote("it's"), `'it'"'"'s'`);
+  });
+
+  it('round-trips nasty words through /bin/sh unchanged', () => {
+    assert.deepEqual(shellWords(shellJoin(nasty)), nasty);
+  });
+
+  it('never runs a command substitution hidden in a word', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quote-'));
+    try {
+      const word = `$(touch ${dir}/pwned)`;
+      assert.deepEqual(shellWords(shellJoin([word, `\`touch ${dir}/pwned2\``])), [word, `\`touch ${dir}/pwned2\``]);
+      assert.deepEqual(readdirSync(dir), []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('round-trips every word alone', () => {
+    for (const word of nasty) assert.deepEqual(shellWords(shellQuote(word)), [word], `word ${JSON.stringify(word)}`);
+  });
+});

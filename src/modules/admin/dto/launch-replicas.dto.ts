@@ -1,0 +1,23 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+
+export class LaunchReplicasDto {
+  @ApiPropertyOptional({ example: 1, minimum: 1, maximum: 64, default: 1, description: 'how many replicas to launch (all or none)' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  readonly count?: number;
+
+  @ApiPropertyOptional({ example: 'node', description: 'launch only on this config-declared host' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9._:-]{1,64}$/, { message: 'host must be a host name declared in the config' })
+  readonly host?: string;
+}
+
+export class PatchReplicaDto {
+  @ApiProperty({ example: true, description: 'true: out of rotation (pins released, nothing stopped); false: back in rotation' })
+  @IsBoolean()
+  readonly draining!: boolean;
+}

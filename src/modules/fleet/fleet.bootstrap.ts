@@ -1,0 +1,137 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { RouterConfig } from '../../config/router-config.js';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { ShutdownService } from '../lifecycle/shutdown.service.js';
+import { RegistryService } from '../registry/registry.service.js';
+import { RoutingService } from '../routing/routing.service.js';
+import { probe } from '../health/probe.js';
+import { createEndpoint } from '../registry/replica-endpoint.js';
+import { FleetService } from './fleet.service.js';
+import { StateService } from './state.service.js';
+import type { FleetState, StateReplica } from './state-file.js';
+
+const LAUNCH_JOB = 'fleet-launch-check';
+
+/**
+ * Start-up and shutdown of the fleet: adopt what the state file recorded, launch up to
+ * `--initial-replicas`, run the launch-timeout job, and drain/stop everything on shutdown.
+ */
+@Injectable()
+export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShutdown {
+  constructor(
+    private readonly config: RouterConfig,
+    private readonly fleet: FleetService,
+    private readonly state: StateService,
+    private readonly registry: RegistryService,
+    private readonly routing: RoutingService,
+    private readonly shutdown: ShutdownService,
+    private readonly scheduler: SchedulerRegistry,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const recorded = this.state.load();
+    if (recorded !== undefined) await this.adopt(recorded);
+    if (this.state.enabled) this.fleet.persist();
+    await this.launchInitial();
+    this.state.startPinFlush();
+    const every = Math.max(100, Math.min(1_000, this.config.launchTimeoutMs / 4, this.config.health.intervalMs));
+    const handle = setInterval(() => {
+      this.fleet.checkLaunching().catch((e: unknown) => this.log.error({ err: e }, 'launch check failed'));
+    }, every);
+    handle.unref();
+    this.scheduler.addInterval(LAUNCH_JOB, handle);
+    this.shutdown.register('drain', async (deadline) => {
+      await Promise.all([this.fleet.stopAll(deadline), this.waitInflight(deadline)]);
+      this.state.write();
+    });
+  }
+
+  onApplicationShutdown(): void {
+    if (this.scheduler.doesExist('interval', LAUNCH_JOB)) this.scheduler.deleteInterval(LAUNCH_JOB);
+  }
+
+  /** `--initial-replicas` is a target that counts adopted replicas (SPEC §6). */
+  private async launchInitial(): Promise<void> {
+    const missing = this.config.initialReplicas - this.fleet.launchedCount;
+    if (missing <= 0) return;
+    const results = await Promise.allSettled(Array.from({ length: missing }, () => this.fleet.launch(1)));
+    for (const r of results) {
+      if (r.status === 'rejected') this.log.error({ event: 'initial_launch_failed', err: (r.reason as Error).message }, `initial launch failed: ${(r.reason as Error).message}`);
+    }
+  }
+
+  /** Probe every recorded replica; adopt the ones that answer as expected (SPEC §6). */
+  private async adopt(state: FleetState): Promise<void> {
+    const adopted = new Set<string>();
+    await Promise.all(state.replicas.map(async (entry) => {
+      const outcome = await this.adoptOne(entry);
+      if (outcome === 'adopted') adopted.add(entry.slot);
+    }));
+    const dir = this.routing;
+    let pins = 0;
+    for (const p of state.sessions) {
+      const r = adopted.has(p.replica) ? this.registry.get(p.replica) : undefined;
+      if (r !== undefined) {
+        dir.pin(p.id, r);
+        pins++;
+      }
+    }
+    this.log.info({ event: 'adoption_done', adopted: [...adopted], orphans: this.fleet.orphans.length, pins }, `adopted ${adopted.size} of ${state.replicas.length} recorded replicas`);
+  }
+
+  private async adoptOne(entry: StateReplica): Promise<'adopted' | 'kept' | 'orphan' | 'skipped'> {
+    const slot = this.fleet.slots.get(entry.slot);
+    const where = { slot: entry.slot, host: entry.host, devices: entry.devices, address: entry.address, port: entry.port, pid: entry.pid };
+    if (slot === undefined || slot.host !== entry.host) {
+      this.orphan({ ...where, reason: `slot ${entry.slot} is no longer declared in the config; not adopting` });
+      return 'skipped';
+    }
+    const ep = createEndpoint({ scheme: entry.scheme, host: entry.address, port: entry.port });
+    try {
+      const h = await probe(ep, this.config.health.path, this.config.health.timeoutMs);
+      if (h.status === undefined) {
+        this.orphan({ ...where, reason: `does not answer at ${ep.url} (${h.error ?? 'no answer'}); if a process still holds devices [${entry.devices.join(',')}] on ${entry.host}, stop it by hand` });
+        return 'orphan';
+      }
+      const expected = entry.model ?? this.expectedModel(slot.host);
+      if (h.ok && expected !== undefined) {
+        const m = await probe(ep, '/v1/models', this.config.health.timeoutMs, 64 * 1024);
+        if (!m.ok || !(m.body ?? '').includes(JSON.stringify(expected))) {
+          this.orphan({ ...where, reason: `answers at ${ep.url} but does not serve model ${expected}; slot kept reserved, not adopted` });
+          this.fleet.slots.reserve(slot.name, `foreign#${slot.name}`);
+          return 'kept';
+        }
+      }
+      const r = this.fleet.registerAdopted(slot, entry, h.ok);
+      if (r === undefined) return 'skipped';
+      if (!h.ok) {
+        r.everReady = true; // an existing server: unready, not launching
+        this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
+      } else {
+        this.log.info({ event: 'adopt', replica: r.name, pid: entry.pid, url: r.url }, `adopted ${r.name} (pid ${entry.pid}) without relaunching`);
+      }
+      return 'adopted';
+    } finally {
+      ep.agent.destroy();
+    }
+  }
+
+  private orphan(o: FleetService['orphans'][number]): void {
+    this.fleet.orphans.push(o);
+    this.log.warn({ event: 'orphan', ...o }, `recorded replica ${o.slot}: ${o.reason}`);
+  }
+
+  private expectedModel(hostName: string): string | undefined {
+    const h = this.config.hosts.find((x) => x.name === hostName);
+    return h?.servedModelName ?? h?.model;
+  }
+
+  private async waitInflight(deadline: number): Promise<void> {
+    const busy = (): boolean => this.registry.list.some((r) => r.outstanding > 0);
+    while (busy() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    for (const r of this.registry.list) for (const x of [...r.inflight]) x.abort('the router is shutting down and its drain timed out');
+  }
+}

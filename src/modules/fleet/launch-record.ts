@@ -1,0 +1,33 @@
+import type { HostSpec, SlotSpec } from '../../config/router-config.js';
+import type { LauncherTransport } from '../launcher/launcher.transport.js';
+import type { Replica } from '../registry/replica.js';
+
+export type DrainState = 'draining' | 'stopping' | 'stopped';
+
+/** The fleet's own bookkeeping for one launched or adopted replica. */
+export class LaunchRecord {
+  /** performance.now() at launch, for the launch timeout. */
+  readonly startedAt = performance.now();
+  drain: Promise<void> | undefined;
+  drainDeadline: string | undefined;
+  stopped: Promise<void> | undefined;
+  /** Why it ended when it did not end by an operator's request. */
+  failure: string | undefined;
+  /** The fleet itself asked it to stop (so its exit is expected). */
+  stopRequested = false;
+
+  constructor(
+    readonly replica: Replica,
+    readonly host: HostSpec,
+    readonly slot: SlotSpec,
+    readonly transport: LauncherTransport,
+    readonly stopArgv: readonly string[] | undefined,
+    readonly env: Readonly<Record<string, string>>,
+    /** Unique per launch: the slot table frees a slot only for the holder that took it. */
+    readonly holder: string,
+  ) {}
+
+  get name(): string {
+    return this.replica.name;
+  }
+}

@@ -1,0 +1,144 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname, basename, join } from 'node:path';
+import type { ConfigProblem } from '../../config/config-error.js';
+
+/** The version this router writes. Files without `version` are pypto-serving-router's (read as 0). */
+export const STATE_VERSION = 1;
+
+export interface StateReplica {
+  readonly slot: string;
+  readonly host: string;
+  readonly devices: readonly number[];
+  readonly address: string;
+  readonly port: number;
+  readonly scheme: 'http' | 'https';
+  readonly pid: number | null;
+  readonly launched_at: string | null;
+  readonly model: string | null;
+}
+
+export interface StatePin {
+  readonly id: string;
+  readonly replica: string;
+}
+
+export interface FleetState {
+  readonly version: number;
+  /** Bumped by every router start that reads the file. */
+  readonly epoch: number;
+  readonly written_at?: string;
+  readonly replicas: readonly StateReplica[];
+  readonly sessions: readonly StatePin[];
+}
+
+export type StateRead = { readonly kind: 'missing' } | { readonly kind: 'ok'; readonly state: FleetState } | { readonly kind: 'invalid'; readonly problems: ConfigProblem[] };
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPort = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 65535;
+
+/** Read and validate a state file. Every problem names its path (`--state-file replicas[2].port`). */
+export function readStateFile(path: string, read: (p: string) => string = (p) => readFileSync(p, 'utf8')): StateRead {
+  let text: string;
+  try {
+    text = read(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
+    return { kind: 'invalid', problems: [{ path: '--state-file', message: `cannot read ${path}: ${(e as Error).message}` }] };
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    return { kind: 'invalid', problems: [{ path: '--state-file', message: `${path} is not valid JSON (${(e as Error).message}); start with --discard-state to ignore it` }] };
+  }
+  const problems: ConfigProblem[] = [];
+  const at = (p: string): string => `--state-file ${p}`;
+  if (!isObj(doc)) return { kind: 'invalid', problems: [{ path: '--state-file', message: `${path} must hold a JSON object` }] };
+  const version = doc['version'] ?? 0;
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
+    problems.push({ path: at('version'), message: `must be a non-negative integer, got ${JSON.stringify(version)}` });
+  } else if (version > STATE_VERSION) {
+    problems.push({ path: at('version'), message: `${path} was written by a newer router (version ${version}; this one reads up to ${STATE_VERSION}); start with --discard-state to ignore it` });
+  }
+  const epoch = doc['epoch'] ?? 0;
+  if (typeof epoch !== 'number' || !Number.isInteger(epoch) || epoch < 0) problems.push({ path: at('epoch'), message: 'must be a non-negative integer' });
+  const replicas: StateReplica[] = [];
+  const rawReplicas = doc['replicas'] ?? [];
+  if (!Array.isArray(rawReplicas)) problems.push({ path: at('replicas'), message: 'must be a list' });
+  else
+    rawReplicas.forEach((r: unknown, i) => {
+      const p = `replicas[${i}]`;
+      if (!isObj(r)) return void problems.push({ path: at(p), message: 'must be an object' });
+      const bad = (f: string, m: string): void => void problems.push({ path: at(`${p}.${f}`), message: m });
+      const slot = r['slot'];
+      const host = r['host'];
+      const address = r['address'];
+      const port = r['port'];
+      const devices = r['devices'] ?? [];
+      const pid = r['pid'] ?? null;
+      const scheme = r['scheme'] ?? 'http';
+      if (typeof slot !== 'string' || slot === '') bad('slot', 'must be a non-empty string');
+      if (typeof host !== 'string') bad('host', 'must be a string');
+      if (typeof address !== 'string' || address === '') bad('address', 'must be a non-empty string');
+      if (!isPort(port)) bad('port', `must be an integer in 1..65535, got ${JSON.stringify(port)}`);
+      if (!Array.isArray(devices) || !devices.every((d) => Number.isInteger(d) && d >= 0)) bad('devices', 'must be a list of device ids');
+      if (pid !== null && !(Number.isInteger(pid) && (pid as number) > 0)) bad('pid', 'must be a positive integer or null');
+      if (scheme !== 'http' && scheme !== 'https') bad('scheme', 'must be "http" or "https"');
+      if (problems.length > 0) return;
+      replicas.push({
+        slot: slot as string,
+        host: host as string,
+        devices: devices as number[],
+        address: address as string,
+        port: port as number,
+        scheme: scheme as 'http' | 'https',
+        pid: pid as number | null,
+        launched_at: typeof r['launched_at'] === 'string' ? r['launched_at'] : null,
+        model: typeof r['model'] === 'string' ? r['model'] : null,
+      });
+    });
+  const sessions: StatePin[] = [];
+  const rawSessions = doc['sessions'] ?? [];
+  if (!Array.isArray(rawSessions)) problems.push({ path: at('sessions'), message: 'must be a list' });
+  else
+    rawSessions.forEach((s: unknown, i) => {
+      if (!isObj(s) || typeof s['id'] !== 'string' || typeof s['replica'] !== 'string') {
+        problems.push({ path: at(`sessions[${i}]`), message: 'must be {"id": string, "replica": string}' });
+      } else sessions.push({ id: s['id'], replica: s['replica'] });
+    });
+  if (problems.length > 0) return { kind: 'invalid', problems };
+  return { kind: 'ok', state: { version: version as number, epoch: epoch as number, replicas, sessions } };
+}
+
+/**
+ * Write atomically: a temporary file in the same directory, fsync, rename over the old one, fsync
+ * the directory. A failure leaves the previous file whole.
+ */
+export function writeStateFile(path: string, state: FleetState): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    try {
+      writeSync(fd, JSON.stringify(state, null, 2) + '\n');
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+  try {
+    const dfd = openSync(dir, 'r');
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // some filesystems refuse a directory fsync; the rename already happened
+  }
+}

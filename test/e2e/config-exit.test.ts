@@ -1,0 +1,124 @@
+/**
+ * SPEC §1 exit codes, seen from outside: the real entry point with a bad config or bad flags
+ * prints one `error: <path>: <message>` line per problem on stderr and exits 2 on its own,
+ * before anything listens.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+
+const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+const DEADLINE_MS = 30_000;
+
+interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+const running = new Set<ReturnType<typeof spawn>>();
+
+/** Runs main.js with `args`; a process still alive at the deadline is killed and the test fails. */
+function runMain(args: string[], env: Record<string, string> = {}): Promise<Exit> {
+  assert.ok(existsSync(MAIN), `${MAIN} is not built (npx tsc -p tsconfig.test.json)`);
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`main.js ${args.join(' ')} did not exit within ${DEADLINE_MS} ms; stderr: ${stderr}`));
+    }, DEADLINE_MS);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      running.delete(child);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** Asserts exit code 2 and that stderr holds `error: <path>: ` lines matching each expectation. */
+function assertConfigExit(result: Exit, expected: readonly [path: string, message: RegExp][]): void {
+  assert.equal(result.code, 2, `exit code; stderr: ${result.stderr}`);
+  const lines = result.stderr.split('\n').filter((l) => l.startsWith('error: '));
+  for (const [path, message] of expected) {
+    const line = lines.find((l) => l.startsWith(`error: ${path}: `));
+    assert.ok(line, `no "error: ${path}: " line in stderr:\n${result.stderr}`);
+    assert.match(line.slice(`error: ${path}: `.length), message);
+  }
+}
+
+describe('main exits 2 on invalid config or flags', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'config-exit-'));
+  after(() => {
+    for (const child of running) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const file = (name: string, content: unknown): string => {
+    const path = join(dir, name);
+    writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+    return path;
+  };
+  const good = file('good.json', { replicas: [{ host: '127.0.0.1', port: 1 }] });
+
+  it('names hosts[1].devices_per_replica when it does not divide the devices', async () => {
+    const bad = file('dpr.json', {
+      hosts: [
+        { name: 'a', devices: [0], model: 'm' },
+        { name: 'b', ssh: 'gpu@node02', devices: [0, 1, 2, 3, 4, 5, 6, 7], devices_per_replica: 3, model: 'm' },
+      ],
+    });
+    assertConfigExit(await runMain(['--config', bad]), [['hosts[1].devices_per_replica', /^3 does not divide the 8 declared devices$/]]);
+  });
+
+  it('names every bad field of the file at once', async () => {
+    const bad = file('fields.json', { replicas: [{ host: 'a', port: '8000' }, { host: 'b', port: 1, scheme: 'ftp' }], routing: { session_ttl: 0 }, extra: 1 });
+    assertConfigExit(await runMain(['--replicas', bad]), [
+      ['replicas[0].port', /got "8000"/],
+      ['replicas[1].scheme', /got "ftp"/],
+      ['routing.session_ttl', /got 0/],
+      ['extra', /unknown field/],
+    ]);
+  });
+
+  it('names an unknown placeholder at its element path', async () => {
+    const bad = file('template.json', { hosts: [{ devices: [0], command: ['serve', '--port', '{port}', '{gpu}'] }] });
+    assertConfigExit(await runMain(['--config', bad]), [['hosts[0].command[3]', /^unknown placeholder \{gpu\}/]]);
+  });
+
+  it('reports invalid JSON and a missing file at path config, naming the file', async () => {
+    assertConfigExit(await runMain(['--config', file('broken.json', '{"replicas": [')]), [['config', /broken\.json" is not valid JSON/]]);
+    assertConfigExit(await runMain(['--config', join(dir, 'absent.json')]), [['config', /cannot read ".*absent\.json"/]]);
+  });
+
+  it('refuses --request-timeout 0, --connect-timeout -1 and an unknown flag', async () => {
+    assertConfigExit(await runMain(['--config', good, '--request-timeout', '0', '--connect-timeout', '-1', '--gpu-count', '2']), [
+      ['--request-timeout', /> 0, got "0"/],
+      ['--connect-timeout', /> 0, got "-1"/],
+      ['--gpu-count', /unknown flag/],
+    ]);
+  });
+
+  it('refuses a missing --config and a bad env twin', async () => {
+    assertConfigExit(await runMain([], { ROUTER_DRAIN_TIMEOUT: 'never' }), [
+      ['--config', /required/],
+      ['ROUTER_DRAIN_TIMEOUT', /got "never"/],
+    ]);
+  });
+
+  it('prints the usage and exits 0 for --help', async () => {
+    const result = await runMain(['--help']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /--drain-timeout SECONDS/);
+    assert.match(result.stdout, /ROUTER_DRAIN_TIMEOUT/);
+  });
+});

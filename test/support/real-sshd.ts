@@ -1,0 +1,133 @@
+/**
+ * Starts the system OpenSSH server (/usr/sbin/sshd) for tests, on a free loopback port with its
+ * own temp config, host key and authorized key. Only possible as root; otherwise (or without
+ * sshd) startRealSshd() returns null and the tests skip.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import ssh2 from 'ssh2';
+
+const SSHD = '/usr/sbin/sshd';
+
+/** A running sshd. */
+export interface RealSshd {
+  readonly port: number;
+  /** The user it accepts (the current user, root). */
+  readonly user: string;
+  readonly identityFile: string;
+  /** One line: `[127.0.0.1]:port type base64`. */
+  readonly knownHostsFile: string;
+  readonly hostKeyFingerprint: string;
+  close(): Promise<void>;
+}
+
+/** Why startRealSshd() returned null, for the skip message. */
+export function realSshdUnavailableReason(): string | null {
+  if (!existsSync(SSHD)) return `${SSHD} is not installed`;
+  if (process.getuid?.() !== 0) return 'tests are not running as root';
+  return null;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = addr !== null && typeof addr === 'object' ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const sock = createConnection({ host: '127.0.0.1', port });
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+/** Start sshd, or null when it is unavailable (see realSshdUnavailableReason). Throws if it fails to start. */
+export async function startRealSshd(): Promise<RealSshd | null> {
+  if (realSshdUnavailableReason() !== null) return null;
+  const dir = await mkdtemp(join(tmpdir(), 'real-sshd-'));
+  const hostPair = ssh2.utils.generateKeyPairSync('ed25519');
+  const clientPair = ssh2.utils.generateKeyPairSync('ed25519');
+  const hostKeyFile = join(dir, 'ssh_host_ed25519_key');
+  const identityFile = join(dir, 'id_ed25519');
+  const authorizedKeys = join(dir, 'authorized_keys');
+  await writeFile(hostKeyFile, hostPair.private, { mode: 0o600 });
+  await writeFile(identityFile, clientPair.private, { mode: 0o600 });
+  await writeFile(authorizedKeys, `${clientPair.public}\n`, { mode: 0o600 });
+  await mkdir('/run/sshd', { recursive: true, mode: 0o755 }); // privilege separation directory
+
+  const port = await freePort();
+  const config = join(dir, 'sshd_config');
+  await writeFile(
+    config,
+    [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${hostKeyFile}`,
+      `AuthorizedKeysFile ${authorizedKeys}`,
+      'PermitRootLogin prohibit-password',
+      'PubkeyAuthentication yes',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'UsePAM no',
+      'StrictModes no',
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      'LogLevel ERROR',
+      '',
+    ].join('\n'),
+  );
+  const sshd = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  sshd.stderr.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-4000);
+  });
+  let exited = false;
+  const gone = new Promise<void>((resolve) => sshd.once('exit', () => {
+    exited = true;
+    resolve();
+  }));
+
+  const stop = async (): Promise<void> => {
+    if (!exited) sshd.kill('SIGTERM');
+    await Promise.race([gone, sleep(5_000)]);
+    if (!exited) sshd.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  };
+
+  const deadline = Date.now() + 10_000;
+  while (!(await accepts(port))) {
+    if (exited || Date.now() > deadline) {
+      await stop();
+      throw new Error(`sshd did not start listening on 127.0.0.1:${port}: ${stderr.trim() || '(no output)'}`);
+    }
+    await sleep(50);
+  }
+
+  const blob = Buffer.from(hostPair.public.split(' ')[1], 'base64');
+  const knownHostsFile = join(dir, 'known_hosts');
+  await writeFile(knownHostsFile, `[127.0.0.1]:${port} ${hostPair.public.split(' ').slice(0, 2).join(' ')}\n`);
+  return {
+    port,
+    user: userInfo().username,
+    identityFile,
+    knownHostsFile,
+    hostKeyFingerprint: `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`,
+    close: stop,
+  };
+}
