@@ -92,7 +92,11 @@ export async function startRealSshd(): Promise<RealSshd | null> {
       '',
     ].join('\n'),
   );
-  const sshd = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // A watchdog shell owns sshd and kills it (and removes the temp dir) once our end of its stdin
+  // closes: on close(), and also when this test process dies without running its after() hooks
+  // (e.g. killed by --test-timeout).
+  const watchdog = '"$0" -D -e -f "$1" & sshd=$!; read _ignored; kill "$sshd" 2>/dev/null; wait "$sshd"; rm -rf "$2"';
+  const sshd = spawn('/bin/sh', ['-c', watchdog, SSHD, config, dir], { stdio: ['pipe', 'ignore', 'pipe'] });
   let stderr = '';
   sshd.stderr.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString('utf8')).slice(-4000);
@@ -104,9 +108,10 @@ export async function startRealSshd(): Promise<RealSshd | null> {
   }));
 
   const stop = async (): Promise<void> => {
-    if (!exited) sshd.kill('SIGTERM');
-    await Promise.race([gone, sleep(5_000)]);
-    if (!exited) sshd.kill('SIGKILL');
+    sshd.stdin.end(); // the watchdog kills sshd and exits once it is gone
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([gone, new Promise<void>((done) => (timer = setTimeout(done, 5_000)))]);
+    clearTimeout(timer);
     await rm(dir, { recursive: true, force: true });
   };
 

@@ -7,6 +7,7 @@ import { startRouter } from '../../src/app.factory.js';
 import { loadRouterConfig } from '../../src/config/config.loader.js';
 import type { RouterConfig } from '../../src/config/router-config.js';
 import { RegistryService } from '../../src/modules/registry/registry.service.js';
+import { simRequest } from './sim-process.js';
 
 /** A router booted in this process (real AppModule on Fastify, real sockets). */
 export interface TestRouter {
@@ -57,7 +58,7 @@ export async function startTestRouter(
       }
     }
   });
-  const { app, url } = await startRouter(cfg, { logStream: stream });
+  const { app, url } = await startRouter(cfg, { logStream: stream, env: { ...process.env, ...env } });
   const registry = app.get(RegistryService);
   return {
     url,
@@ -83,3 +84,34 @@ export async function waitFor<T>(probe: () => T | undefined | false | Promise<T 
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** An admin API call with the bearer token; JSON in, parsed JSON out. */
+export async function adminCall(
+  router: { url: string },
+  method: string,
+  path: string,
+  opts: { token?: string | null; body?: unknown } = {},
+  // The body is whatever JSON the API answered; tests assert its shape field by field.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: any }> {
+  const headers: Record<string, string> = {};
+  const token = opts.token === undefined ? TEST_TOKEN : opts.token;
+  if (token !== null) headers['authorization'] = `Bearer ${token}`;
+  let data: Buffer | undefined;
+  if (opts.body !== undefined) {
+    data = Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(data.length);
+  }
+  const r = await simRequest(`${router.url}${path}`, { method, headers, body: data, timeoutMs: 60_000 });
+  const text = r.body.toString();
+  let body: unknown = text;
+  try {
+    body = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: r.status, headers: r.headers, body };
+}
+
+export const TEST_TOKEN = 'test-admin-token';

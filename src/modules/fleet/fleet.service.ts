@@ -267,13 +267,22 @@ export class FleetService {
       r.draining = true;
       this.routing.releasePins(r);
       const pid = r.placement?.pid ?? null;
-      try {
-        await rec.transport.stop({ pid, ...(rec.stopArgv ? { stopArgv: rec.stopArgv } : {}), env: rec.env, ...(rec.host.workdir !== undefined ? { workdir: rec.host.workdir } : {}), killAfterMs: KILL_AFTER_MS });
-      } catch (e) {
-        this.log.error({ event: 'stop_failed', replica: r.name, err: (e as Error).message }, `stopping ${r.name} failed: ${(e as Error).message}`);
+      if (pid === null && rec.stopArgv === undefined) {
+        // A replica adopted from a pypto-serving-router state file: no pid was recorded, and a
+        // process whose identity is not proven is never signalled.
+        this.log.warn(
+          { event: 'stop_skipped', replica: r.name, host: rec.host.name, devices: rec.slot.devices },
+          `cannot stop ${r.name}: no pid was recorded and the host has no stop_command; stop it by hand`,
+        );
+      } else {
+        try {
+          await rec.transport.stop({ pid, ...(rec.stopArgv ? { stopArgv: rec.stopArgv } : {}), env: rec.env, ...(rec.host.workdir !== undefined ? { workdir: rec.host.workdir } : {}), killAfterMs: KILL_AFTER_MS });
+        } catch (e) {
+          this.log.error({ event: 'stop_failed', replica: r.name, err: (e as Error).message }, `stopping ${r.name} failed: ${(e as Error).message}`);
+        }
+        const graceEnd = performance.now() + STOP_GRACE_MS;
+        while (performance.now() < graceEnd && (await probe(r.endpoint, this.config.health.path, 1_000)).status !== undefined) await delay(250);
       }
-      const graceEnd = performance.now() + STOP_GRACE_MS;
-      while (performance.now() < graceEnd && (await probe(r.endpoint, this.config.health.path, 1_000)).status !== undefined) await delay(250);
       if (!r.removed) this.registry.remove(r.name);
       this.records.delete(r.name);
       this.slots.release(rec.slot.name, rec.holder);

@@ -1,0 +1,155 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { simRequest, simStream, stopAllSims } from '../support/sim-process.js';
+import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
+import { freePortRange, pidAlive, spawnRouter, MAIN_ENTRY, type RouterProcess } from '../support/router-process.js';
+import { simHost } from '../support/fleet.js';
+import { spawn } from 'node:child_process';
+
+const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
+const chat = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
+const allReady = (r: { url: string }) => async () => {
+  const l = await adminCall(r, 'GET', '/replicas');
+  return l.body.replicas.length > 0 && l.body.replicas.every((x: { ready: boolean }) => x.ready) ? l.body.replicas : undefined;
+};
+
+/** Run main.js to completion (for exit-code checks). */
+function runRouter(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((done) => {
+    const c = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', ...args], { env: { ...process.env, ...ENV }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    c.on('exit', (code) => done({ code, stderr: err }));
+  });
+}
+
+describe('router process lifecycle (SPEC §6)', () => {
+  const procs: RouterProcess[] = [];
+  const killedPids: number[] = [];
+  after(async () => {
+    for (const p of procs) p.child.kill('SIGKILL');
+    for (const pid of killedPids) if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
+    await stopAllSims();
+  });
+
+  it('on SIGTERM turns /readyz 503 first, finishes the stream in flight, stops every launched replica and exits 0', async () => {
+    const base = await freePortRange(2);
+    const cfg = writeTempConfig({ hosts: [simHost('g', [0, 1], base, ['--itl-ms', '100'])] });
+    const router = await spawnRouter(['--config', cfg, '--initial-replicas', '2', '--health-interval', '0.2'], ENV);
+    procs.push(router);
+    const replicas = await waitFor(allReady(router), 15_000, 'ready replicas');
+    const pids: number[] = replicas.map((r: { pid: number }) => r.pid);
+    killedPids.push(...pids);
+    assert.equal((await simRequest(`${router.url}/readyz`)).status, 200);
+    const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat({ stream: true, max_tokens: 15 }) });
+    await s.waitForEvents(1);
+    router.child.kill('SIGTERM');
+    await waitFor(async () => (await simRequest(`${router.url}/readyz`)).status === 503, 2_000, '/readyz to turn 503');
+    const refused = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from(chat()) });
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers['connection'], 'close');
+    assert.equal(await s.done, 'end');
+    assert.equal(s.events.at(-1)?.data, '[DONE]');
+    const exit = await router.exited();
+    assert.equal(exit.code, 0);
+    for (const pid of pids) assert.equal(pidAlive(pid), false, `replica pid ${pid} survived`);
+  });
+
+  it('after kill -9 adopts the same pids on restart, keeps their sessions, launches nothing extra, reports the dead one as an orphan', async () => {
+    const base = await freePortRange(3);
+    const dir = mkdtempSync(join(tmpdir(), 'ar-state-'));
+    const state = join(dir, 'state.json');
+    const cfg = writeTempConfig({ hosts: [simHost('a', [0, 1, 2], base)] });
+    const args = ['--config', cfg, '--initial-replicas', '3', '--health-interval', '0.2', '--state-file', state];
+    const first = await spawnRouter(args, ENV);
+    procs.push(first);
+    const before: Array<{ name: string; pid: number }> = await waitFor(allReady(first), 15_000, 'ready replicas');
+    killedPids.push(...before.map((r) => r.pid));
+    const sessions = new Map<string, string>();
+    for (let i = 0; i < 6; i++) {
+      const r = await simRequest(`${first.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `keep-${i}` }, body: Buffer.from(chat()) });
+      sessions.set(`keep-${i}`, String(r.headers['x-replica-name']));
+    }
+    await waitFor(() => JSON.parse(readFileSync(state, 'utf8')).sessions.length === 6, 3_000, 'pins flushed to the state file');
+    first.child.kill('SIGKILL');
+    await first.exited();
+    for (const r of before) assert.ok(pidAlive(r.pid), 'replicas survive a router crash');
+    const dead = before.find((r) => r.name === 'a-d2')!;
+    process.kill(dead.pid, 'SIGKILL');
+    await waitFor(() => !pidAlive(dead.pid), 3_000, 'a-d2 to die');
+
+    const second = await spawnRouter(args.map((a) => (a === '3' ? '3' : a)), ENV);
+    procs.push(second);
+    const list = (await adminCall(second, 'GET', '/replicas')).body;
+    const adopted = list.replicas.filter((r: { kind: string }) => r.kind === 'adopted');
+    assert.deepEqual(adopted.map((r: { name: string; pid: number }) => [r.name, r.pid]), before.filter((r) => r.name !== 'a-d2').map((r) => [r.name, r.pid]));
+    const fleet = (await adminCall(second, 'GET', '/fleet')).body;
+    assert.equal(fleet.orphans.length, 1);
+    assert.equal(fleet.orphans[0].slot, 'a-d2');
+    assert.deepEqual(fleet.orphans[0].devices, [2]);
+    // --initial-replicas 3 counts the two adopted ones: exactly one launch, into the freed slot
+    const launched = list.replicas.filter((r: { kind: string }) => r.kind === 'launched');
+    assert.deepEqual(launched.map((r: { name: string }) => r.name), ['a-d2']);
+    assert.equal(second.logs().filter((l) => l['event'] === 'launch').length, 1);
+    for (const [id, replica] of sessions) {
+      if (replica === 'a-d2') continue;
+      const r = await simRequest(`${second.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': id }, body: Buffer.from(chat()) });
+      assert.equal(r.headers['x-replica-name'], replica, `session ${id} kept its replica`);
+      assert.equal(r.headers['x-router-affinity'], 'retain');
+    }
+    const st = await waitFor(allReady(second), 15_000, 'ready');
+    killedPids.push(...st.map((r: { pid: number }) => r.pid));
+    second.child.kill('SIGTERM');
+    assert.equal((await second.exited()).code, 0);
+  });
+
+  it('adopts a pypto-serving-router state file (no version) the same way', async () => {
+    const base = await freePortRange(1);
+    const host = simHost('p', [0], base);
+    const cfg = writeTempConfig({ hosts: [host] });
+    const first = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--health-interval', '0.2'], ENV);
+    procs.push(first);
+    const [rep] = await waitFor(allReady(first), 15_000, 'ready');
+    killedPids.push(rep.pid);
+    first.child.kill('SIGKILL');
+    await first.exited();
+    const state = join(mkdtempSync(join(tmpdir(), 'ar-pypto-')), 'state.json');
+    writeFileSync(state, JSON.stringify({ replicas: [{ slot: 'p-d0', host: 'p', devices: [0], address: '127.0.0.1', port: base }] }, null, 2));
+    const second = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--state-file', state], ENV);
+    procs.push(second);
+    const list = (await adminCall(second, 'GET', '/replicas')).body.replicas;
+    assert.deepEqual(list.map((r: { name: string; kind: string; ready: boolean }) => [r.name, r.kind, r.ready]), [['p-d0', 'adopted', true]]);
+    assert.equal(second.logs().filter((l) => l['event'] === 'launch').length, 0);
+    const written = JSON.parse(readFileSync(state, 'utf8'));
+    assert.equal(written.version, 1);
+    second.child.kill('SIGTERM');
+    assert.equal((await second.exited()).code, 0);
+    // no pid in a pypto state file: never signalled, reported instead
+    assert.ok(second.logs().some((l) => l['event'] === 'stop_skipped' && l['replica'] === 'p-d0'));
+    assert.equal(pidAlive(rep.pid), true);
+  });
+
+  it('exits 2 on a corrupt or future state file unless --discard-state', async () => {
+    const base = await freePortRange(1);
+    const cfg = writeTempConfig({ hosts: [simHost('z', [0], base)] });
+    const dir = mkdtempSync(join(tmpdir(), 'ar-bad-'));
+    const corrupt = join(dir, 'corrupt.json');
+    writeFileSync(corrupt, '{"version": 1, "replicas": [');
+    const r1 = await runRouter(['--config', cfg, '--state-file', corrupt, '--initial-replicas', '0']);
+    assert.equal(r1.code, 2);
+    assert.match(r1.stderr, /^error: --state-file: .*corrupt\.json is not valid JSON/m);
+    const future = join(dir, 'future.json');
+    writeFileSync(future, JSON.stringify({ version: 99, epoch: 1, replicas: [], sessions: [] }));
+    const r2 = await runRouter(['--config', cfg, '--state-file', future, '--initial-replicas', '0']);
+    assert.equal(r2.code, 2);
+    assert.match(r2.stderr, /error: --state-file version: .*newer router/);
+    const ok = await spawnRouter(['--config', cfg, '--state-file', corrupt, '--initial-replicas', '0', '--discard-state'], ENV);
+    procs.push(ok);
+    assert.ok(ok.logs().some((l) => l['event'] === 'state_discarded'));
+    ok.child.kill('SIGTERM');
+    assert.equal((await ok.exited()).code, 0);
+  });
+});

@@ -1,0 +1,98 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import { waitFor } from './router.js';
+
+/** The compiled router entry next to this helper in dist-test. */
+export const MAIN_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/main.js');
+
+/** A router running as its own process, as an operator runs it. */
+export interface RouterProcess {
+  readonly url: string;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  logs(): Array<Record<string, unknown>>;
+  stderr(): string;
+  waitForLog(pred: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+
+/** Spawn `node main.js ...args` and resolve once it logs that it is listening. */
+export function spawnRouter(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<RouterProcess> {
+  const child = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const lines: Array<Record<string, unknown>> = [];
+  let err = '';
+  let partial = '';
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      done({ code, signal });
+    }),
+  );
+  child.stdout!.on('data', (c: Buffer) => {
+    partial += c.toString();
+    let i: number;
+    while ((i = partial.indexOf('\n')) >= 0) {
+      const line = partial.slice(0, i);
+      partial = partial.slice(i + 1);
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ msg: line });
+      }
+    }
+  });
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const proc: Omit<RouterProcess, 'url'> = {
+    child,
+    pid: child.pid!,
+    logs: () => lines,
+    stderr: () => err,
+    waitForLog: (pred, t = 10_000) => waitFor(() => lines.find(pred), t, 'router log line'),
+    exited: () => exit,
+  };
+  return Promise.race([
+    waitFor(() => lines.find((l) => l['event'] === 'listening'), timeoutMs, 'the router to listen').then((l) => ({ ...proc, url: String(l['url']) })),
+    exit.then((e) => {
+      throw new Error(`router exited (${e.code ?? e.signal}) before listening: ${err.slice(-2000)}`);
+    }),
+  ]);
+}
+
+/** `n` consecutive free loopback ports (for a host's port_base + device ids). */
+export async function freePortRange(n: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const ok = await Promise.all(Array.from({ length: n }, (_, i) => isFree(base + i)));
+    if (ok.every(Boolean)) return base;
+  }
+  throw new Error(`no ${n} consecutive free ports found`);
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const s = net.createServer();
+    s.once('error', () => done(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => done(true)));
+  });
+}
+
+/** True while a pid exists. */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
