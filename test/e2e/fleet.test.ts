@@ -26,7 +26,7 @@ describe('fleet (SPEC §6)', () => {
     return r;
   };
   after(async () => {
-    for (const r of routers) await r.app.close().catch(() => undefined);
+    for (const r of routers) await r.close().catch(() => undefined);
     await stopAllSims();
   });
 

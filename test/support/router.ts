@@ -8,6 +8,7 @@ import { loadRouterConfig } from '../../src/config/config.loader.js';
 import type { RouterConfig } from '../../src/config/router-config.js';
 import { RegistryService } from '../../src/modules/registry/registry.service.js';
 import { simRequest } from './sim-process.js';
+import { ShutdownService } from '../../src/modules/lifecycle/shutdown.service.js';
 
 /** A router booted in this process (real AppModule on Fastify, real sockets). */
 export interface TestRouter {
@@ -68,9 +69,8 @@ export async function startTestRouter(
     waitForLog: (pred, timeoutMs = 5_000) =>
       waitFor(() => lines.find(pred), timeoutMs, 'log line'),
     outstanding: (name) => registry.get(name)?.outstanding ?? NaN,
-    close: async () => {
-      await app.close();
-    },
+    // The same graceful shutdown as SIGTERM: drains, stops every launched replica, closes the app.
+    close: () => app.get(ShutdownService).run(app),
   };
 }
 

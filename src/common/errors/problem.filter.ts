@@ -64,6 +64,7 @@ export class ProblemFilter implements ExceptionFilter {
       ...(code !== undefined ? { code } : {}),
       ...extra,
     };
+    if (status === 401) void reply.header('www-authenticate', 'Bearer');
     void reply.status(status).header('content-type', 'application/problem+json').send(JSON.stringify(body));
   }
 }
