@@ -82,7 +82,7 @@ describe('pypto-serving-router config file', () => {
     const config = loadRouterConfig(['--replicas', 'p.json'], {}, {
       readFile: () =>
         JSON.stringify({
-          hosts: [{ name: 'n', ssh: 'u@n', devices: [0, 1, 2, 3, 4, 5, 6, 7], devices_per_replica: 8, model: '/m/with space', served_model_name: "it's", serve_args: ['--cfg', '{{"graph": true}}', '--empty', ''], launch_wrapper: ['sh', '-c', 'printf "%s\\n" $0', '{device}'] }],
+          hosts: [{ name: 'n', ssh: 'u@n', devices: [0, 1, 2, 3, 4, 5, 6, 7], devices_per_replica: 8, model: '/m/with space', served_model_name: "it's", serve_args: ['--cfg', '{"graph": true}', '--empty', ''], launch_wrapper: ['sh', '-c', 'printf "%s\\n" $0', '{device}'] }],
         }),
     });
     const argv = buildLaunchArgv(config.hosts[0], config.slots[0]);

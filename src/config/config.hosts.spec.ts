@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { ConfigError, type ConfigProblem } from './config-error.js';
 import { loadRouterConfig } from './config.loader.js';
 import type { RouterConfig } from './router-config.js';
+import { buildLaunchArgv } from './templates.js';
 
 type Json = Record<string, unknown>;
 const host = (over: Json = {}): Json => ({ name: 'node', devices: [0, 1], model: '/models/m', ...over });
@@ -143,11 +144,14 @@ describe('config file: hosts', () => {
 
   it('reports unknown placeholders at load, at the element path', () => {
     rejects({ command: ['serve', '--port', '{port}', '{gpu}'] }, 'hosts[0].command[3]', /^unknown placeholder \{gpu\} \(known: \{model\}, /);
-    rejects({ serve_args: ['--x', '{"a": 1}'] }, 'hosts[0].serve_args[1]', /unknown placeholder \{"a": 1\}/);
     rejects({ launch_wrapper: ['submit', '{card}'] }, 'hosts[0].launch_wrapper[1]', /\{card\}/);
     rejects({ stop_command: ['pkill', '{pid}'] }, 'hosts[0].stop_command[1]', /\{pid\}/);
     rejects({ env: { CUDA_VISIBLE_DEVICES: '{gpus}' } }, 'hosts[0].env.CUDA_VISIBLE_DEVICES', /\{gpus\}/);
-    rejects({ serve_args: ['{port'] }, 'hosts[0].serve_args[0]', /unbalanced "\{"/);
+  });
+
+  it('passes serve_args literally, as pypto-serving-router did: JSON braces need no escaping', () => {
+    const config = load({ hosts: [host({ serve_args: ['--cfg', '{"a": 1}', '{port'] })] });
+    assert.deepEqual(buildLaunchArgv(config.hosts[0]!, config.slots[0]!).slice(-3), ['--cfg', '{"a": 1}', '{port']);
   });
 
   it('warns that serve_args are unused next to a command', () => {

@@ -75,12 +75,12 @@ describe('template placeholders', () => {
 
   it('reports each bad element of a host at its own path', () => {
     const problems = findHostTemplateProblems(
-      host({ command: ['run', '{port}', 'x', '{gpu}'], serveArgs: ['{oops'], env: { CUDA_VISIBLE_DEVICES: '{cards}' } }),
+      host({ command: ['run', '{port}', 'x', '{gpu}'], serveArgs: ['{not-a-template}'], env: { CUDA_VISIBLE_DEVICES: '{cards}' } }),
       'hosts[0]',
     );
     assert.deepEqual(
       problems.map((p) => p.path),
-      ['hosts[0].command[3]', 'hosts[0].serve_args[0]', 'hosts[0].env.CUDA_VISIBLE_DEVICES'],
+      ['hosts[0].command[3]', 'hosts[0].env.CUDA_VISIBLE_DEVICES'],
     );
     assert.match(problems[0].message, /unknown placeholder \{gpu\}/);
     assert.match(problems[2].message, /\{cards\}/);
@@ -93,10 +93,10 @@ describe('template placeholders', () => {
 });
 
 describe('launch argv', () => {
-  it('builds pypto-serving-router serve argv by default', () => {
+  it('builds pypto-serving-router serve argv by default, serve_args as written', () => {
     assert.deepEqual(buildLaunchArgv(host({ servedModelName: 'dsv4', serveArgs: ['--tp', '{devices}'] }), slot), [
       'python3', '-m', 'pypto_serving.cli', '--model', '/models/dsv4', '--devices', '2,3', '--host', '0.0.0.0',
-      '--port', '9003', '--show-startup-logs', '--served-model-name', 'dsv4', '--tp', '2,3',
+      '--port', '9003', '--show-startup-logs', '--served-model-name', 'dsv4', '--tp', '{devices}',
     ]);
   });
 

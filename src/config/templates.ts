@@ -4,10 +4,9 @@
  *
  * Template syntax (a subset of Python's `str.format`, which pypto-serving-router used):
  * `{name}` is replaced by the slot's value; `{{` and `}}` are literal braces. Templated are every
- * element of `command`, `launch_wrapper`, `stop_command` and `serve_args` (pypto-serving-router did
- * not template `serve_args`; an argument holding literal JSON must therefore double its braces)
- * and every value of `env`. Plain values (`model`, `served_model_name`, `python`) are never
- * templated. Nothing here is ever parsed by a shell, except the one `launch_wrapper` argument,
+ * element of `command`, `launch_wrapper` and `stop_command`, and every value of `env`. `serve_args`
+ * are passed literally, as pypto-serving-router did, so an argument holding JSON (`{"a": 1}`)
+ * works unchanged. Plain values (`model`, `served_model_name`, `python`) are never templated. Nothing here is ever parsed by a shell, except the one `launch_wrapper` argument,
  * which is quoted with `shellJoin`.
  */
 import { childPath, type ConfigProblem } from './config-error.js';
@@ -82,7 +81,6 @@ const TEMPLATED_LISTS = [
   ['command', 'command'],
   ['launch_wrapper', 'launchWrapper'],
   ['stop_command', 'stopCommand'],
-  ['serve_args', 'serveArgs'],
 ] as const;
 
 /**
@@ -137,7 +135,7 @@ export function templateVars(host: HostSpec, slot: SlotSpec): TemplateVars {
  * - `command` given: the expanded `command` — the whole argv (`serve_args` and `python` unused);
  * - else pypto-serving-router's serve argv: `[python, -m, pypto_serving.cli, --model, M, --devices,
  *   {devices}, --host, 0.0.0.0, --port, {port}, --show-startup-logs]`, then
- *   `[--served-model-name, X]` when set, then the expanded `serve_args`;
+ *   `[--served-model-name, X]` when set, then `serve_args` as written;
  * - a non-empty `launch_wrapper` turns argv A into `[...wrapper (expanded), shellJoin(A)]`, for a
  *   `command` as well as for the default argv.
  */
@@ -151,7 +149,7 @@ export function buildLaunchArgv(host: HostSpec, slot: SlotSpec): string[] {
     argv = [host.python, '-m', 'pypto_serving.cli', '--model', host.model ?? '', '--devices', vars.devices];
     argv.push('--host', '0.0.0.0', '--port', vars.port, '--show-startup-logs');
     if (host.servedModelName !== undefined) argv.push('--served-model-name', host.servedModelName);
-    argv.push(...host.serveArgs.map(expand));
+    argv.push(...host.serveArgs);
   }
   if (host.launchWrapper !== undefined && host.launchWrapper.length > 0) {
     return [...host.launchWrapper.map(expand), shellJoin(argv)];
