@@ -83,7 +83,7 @@ describe('template placeholders', () => {
       ['hosts[0].command[3]', 'hosts[0].env.CUDA_VISIBLE_DEVICES'],
     );
     assert.match(problems[0].message, /unknown placeholder \{gpu\}/);
-    assert.match(problems[2].message, /\{cards\}/);
+    assert.match(problems[1].message, /\{cards\}/);
   });
 
   it('refuses {model} on a host that declares no model', () => {
