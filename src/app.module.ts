@@ -10,6 +10,7 @@ import { HealthModule } from './modules/health/health.module.js';
 import { ProxyModule } from './modules/proxy/proxy.module.js';
 import { FleetModule } from './modules/fleet/fleet.module.js';
 import { AdminModule } from './modules/admin/admin.module.js';
+import { MetricsModule } from './modules/metrics/metrics.module.js';
 
 export interface AppOptions {
   /** Where log lines go (default stdout). */
@@ -37,6 +38,7 @@ export class AppModule {
         ProxyModule,
         FleetModule,
         AdminModule,
+        MetricsModule,
       ],
     };
   }

@@ -64,6 +64,8 @@ export class FleetService {
   readonly orphans: OrphanReport[] = [];
   readonly failures: FailureReport[] = [];
   private seq = 0;
+  /** Lifetime counts for /metrics. */
+  readonly stats = { launches: 0, stops: 0, adoptions: 0, launchFailures: 0, launchTimeouts: 0, exits: 0 };
 
   constructor(
     private readonly config: RouterConfig,
@@ -141,10 +143,12 @@ export class FleetService {
       this.records.delete(replica.name);
       this.registry.remove(replica.name);
       this.slots.release(slot.name, holder);
+      this.stats.launchFailures++;
       const msg = `launch failed: ${(e as Error).message}`;
       this.log.error({ event: 'launch_failed', replica: slot.name, host: host.name, devices: slot.devices, err: (e as Error).message }, msg);
       throw new DomainError('launch_failed', msg, { capacity: this.capacity() });
     }
+    this.stats.launches++;
     this.log.info(
       { event: 'launch', replica: slot.name, host: host.name, devices: slot.devices, pid: replica.placement!.pid, url: replica.url, log_path: logPath },
       `launched ${slot.name} on ${host.name} (devices ${slot.devices.join(',')}); it becomes routable once healthy`,
@@ -157,6 +161,7 @@ export class FleetService {
   private async exited(rec: LaunchRecord, info: ExitInfo): Promise<void> {
     if (rec.stopRequested) return;
     const how = info.signal !== null ? `was killed by ${info.signal}` : `exited with code ${info.code}`;
+    this.stats.exits++;
     await this.fail(rec, `process ${how}${rec.replica.everReady ? '' : ' before becoming ready'}`);
   }
 
@@ -167,6 +172,7 @@ export class FleetService {
       const r = rec.replica;
       if (r.everReady || rec.stopRequested || r.failed) continue;
       if (now - rec.startedAt > this.config.launchTimeoutMs) {
+        this.stats.launchTimeouts++;
         await this.fail(rec, `not ready within --launch-timeout ${this.config.launchTimeoutMs / 1000} s`);
         continue;
       }
@@ -286,6 +292,7 @@ export class FleetService {
       if (!r.removed) this.registry.remove(r.name);
       this.records.delete(r.name);
       this.slots.release(rec.slot.name, rec.holder);
+      this.stats.stops++;
       this.log.info({ event: 'stop', replica: r.name, host: rec.host.name, devices: rec.slot.devices, pid }, `stopped ${r.name}; slot ${rec.slot.name} is free`);
       this.persist();
     })();
@@ -330,6 +337,7 @@ export class FleetService {
     const rec = new LaunchRecord(replica, host, slot, transport, buildStopArgv(host, slot), env, holder);
     this.registry.add(replica);
     this.records.set(replica.name, rec);
+    this.stats.adoptions++;
     return replica;
   }
 

@@ -22,6 +22,8 @@ export class HealthService {
   private readonly tlsLogged = new WeakSet<Replica>();
   /** Notified when a replica becomes ready or unready (fleet, metrics). */
   private readonly listeners: Array<(r: Replica, ready: boolean) => void> = [];
+  /** Notified of every active probe (metrics). */
+  private readonly probeListeners: Array<(r: Replica, res: ProbeResult) => void> = [];
 
   constructor(
     config: RouterConfig,
@@ -34,6 +36,10 @@ export class HealthService {
 
   onTransition(l: (r: Replica, ready: boolean) => void): void {
     this.listeners.push(l);
+  }
+
+  onProbe(l: (r: Replica, res: ProbeResult) => void): void {
+    this.probeListeners.push(l);
   }
 
   /** One poll of every replica, spread over a tenth of the interval, bounded concurrency. */
@@ -58,6 +64,7 @@ export class HealthService {
     try {
       const res = await probe(r.endpoint, this.settings.path, this.settings.timeoutMs);
       if (!r.removed) this.record(r, res);
+      for (const l of this.probeListeners) l(r, res);
       return res;
     } finally {
       this.inFlight.delete(r);

@@ -35,6 +35,7 @@ export class Exchange {
   upstreamWrittenAt = 0;
   upstreamFirstByteAt = 0;
   clientFirstByteAt = 0;
+  firstChunkAt = 0;
   lastChunkAt = 0;
   /** Last two bytes relayed, to close a torn SSE event before the router's own. */
   tail = '';

@@ -52,6 +52,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
 
   async use(req: ProxiedRequest, res: ServerResponse, next: (err?: unknown) => void): Promise<void> {
     const ex = new Exchange(req, res);
+    this.observer.arrived();
     ex.onAbort = (reason) => this.aborted(ex, reason);
     req.exchange = ex;
     res.once('close', () => this.closed(ex));
@@ -146,15 +147,18 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     Object.assign(h, ex.routerHeaders());
     if (ex.status >= 500) this.health.upstreamFailed(r, `status ${ex.status}`);
     ex.stream = (h['content-type'] ?? '').startsWith('text/event-stream');
+    markClientFirstByte(ex);
     if (ex.stream) {
       ex.clearTimer();
       ex.timer = setTimeout(() => this.timedOut(ex, 'idle'), this.config.streamIdleTimeoutMs);
     }
     proxyRes.on('data', (c: Buffer) => {
-      if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
       ex.bytesOut += c.length;
       if (ex.stream) {
-        ex.lastChunkAt = performance.now();
+        const now = performance.now();
+        if (ex.lastChunkAt > 0) this.observer.chunkGap((now - ex.lastChunkAt) / 1000);
+        else ex.firstChunkAt = now;
+        ex.lastChunkAt = now;
         ex.timer?.refresh();
         ex.tail = c.length >= 2 ? c.toString('latin1', c.length - 2) : ex.tail.slice(-1) + c.toString('latin1');
       }
@@ -269,4 +273,24 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
       ex.counted = false;
     }
   }
+}
+
+/** Stamp the moment the first response bytes are handed to the client socket. */
+function markClientFirstByte(ex: Exchange): void {
+  const res = ex.res;
+  const write = res.write;
+  const end = res.end;
+  const stamp = (): void => {
+    if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
+    res.write = write;
+    res.end = end;
+  };
+  res.write = function (this: ServerResponse, ...args: Parameters<ServerResponse['write']>) {
+    stamp();
+    return write.apply(this, args);
+  } as ServerResponse['write'];
+  res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
+    stamp();
+    return end.apply(this, args);
+  } as ServerResponse['end'];
 }

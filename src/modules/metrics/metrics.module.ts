@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { FleetModule } from '../fleet/fleet.module.js';
+import { HealthModule } from '../health/health.module.js';
+import { ProxyModule } from '../proxy/proxy.module.js';
+import { RoutingModule } from '../routing/routing.module.js';
+import { MetricsController } from './metrics.controller.js';
+import { MetricsService } from './metrics.service.js';
+import { RequestLogService } from './request-log.service.js';
+
+@Module({
+  imports: [RoutingModule, HealthModule, ProxyModule, FleetModule],
+  controllers: [MetricsController],
+  providers: [MetricsService, RequestLogService],
+})
+export class MetricsModule {}

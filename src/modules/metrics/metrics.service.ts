@@ -1,0 +1,179 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AffinityService } from '../affinity/affinity.service.js';
+import { FleetService } from '../fleet/fleet.service.js';
+import { HealthService } from '../health/health.service.js';
+import type { Exchange } from '../proxy/exchange.js';
+import { ExchangeObserver } from '../proxy/exchange.observer.js';
+import { RegistryService } from '../registry/registry.service.js';
+import type { ReplicaState } from '../registry/replica.js';
+import { routeLabel } from './route-label.js';
+
+const P = 'affinity_router_';
+const STATES: readonly ReplicaState[] = ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'];
+/** Sub-millisecond buckets: the router's own overhead is measured in tens of microseconds. */
+const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * Prometheus metrics (SPEC §9). Labels are bounded: route (known OpenAI paths or `other`), status,
+ * replica (fleet size), decision/reason (fixed sets). Never a session id.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'status' | 'replica' | 'decision' | 'reason'>;
+  private readonly received: Counter;
+  private readonly terminations: Counter<'cause'>;
+  private readonly overhead: Histogram<'phase'>;
+  private readonly ttft: Histogram;
+  private readonly gap: Histogram;
+  private readonly duration: Histogram<'route'>;
+  private readonly healthChecks: Counter<'replica' | 'result'>;
+  private readonly healthLatency: Histogram<'replica'>;
+
+  constructor(
+    registry: RegistryService,
+    affinity: AffinityService,
+    fleet: FleetService,
+    health: HealthService,
+    observer: ExchangeObserver,
+  ) {
+    const reg = this.registry;
+    collectDefaultMetrics({ register: reg });
+    this.received = new Counter({ name: `${P}requests_received_total`, help: 'Data-plane requests received (every one ends with exactly one termination cause).', registers: [reg] });
+    this.requests = new Counter({
+      name: `${P}requests_total`,
+      help: 'Data-plane requests by route, status, replica and routing decision.',
+      labelNames: ['route', 'status', 'replica', 'decision', 'reason'],
+      registers: [reg],
+    });
+    this.terminations = new Counter({ name: `${P}request_terminations_total`, help: 'How data-plane requests ended: ok|client_abort|upstream_error|upstream_timeout|no_replica|rejected.', labelNames: ['cause'], registers: [reg] });
+    this.overhead = new Histogram({
+      name: `${P}overhead_seconds`,
+      help: 'Time spent in the router: phase=request is arrival to upstream request written; phase=response is upstream response to first byte handed to the client.',
+      labelNames: ['phase'],
+      buckets: OVERHEAD_BUCKETS,
+      registers: [reg],
+    });
+    this.ttft = new Histogram({ name: `${P}stream_first_chunk_seconds`, help: 'Streams: arrival to the first chunk relayed to the client (time to first token as the router sees it).', buckets: LATENCY_BUCKETS, registers: [reg] });
+    this.gap = new Histogram({ name: `${P}stream_chunk_gap_seconds`, help: 'Streams: gap between consecutive chunks relayed to the client.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5], registers: [reg] });
+    this.duration = new Histogram({ name: `${P}request_duration_seconds`, help: 'Data-plane request duration, arrival to the end of the response.', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [reg] });
+    this.healthChecks = new Counter({ name: `${P}health_checks_total`, help: 'Active health probes by result.', labelNames: ['replica', 'result'], registers: [reg] });
+    this.healthLatency = new Histogram({ name: `${P}health_check_duration_seconds`, help: 'Active health probe latency.', labelNames: ['replica'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [reg] });
+
+    new Gauge({
+      name: `${P}replica_inflight`,
+      help: 'Requests in flight per replica (the router\'s own count, used by the routing policy).',
+      labelNames: ['replica'],
+      registers: [reg],
+      collect() {
+        this.reset();
+        for (const r of registry.list) this.set({ replica: r.name }, r.outstanding);
+      },
+    });
+    new Gauge({
+      name: `${P}replica_state`,
+      help: 'Replica state: 1 for the current state of each replica.',
+      labelNames: ['replica', 'kind', 'state'],
+      registers: [reg],
+      collect() {
+        this.reset();
+        for (const r of registry.list) for (const s of STATES) this.set({ replica: r.name, kind: r.kind, state: s }, r.state === s ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: `${P}replica_sessions`,
+      help: 'Sessions pinned per replica.',
+      labelNames: ['replica'],
+      registers: [reg],
+      collect() {
+        this.reset();
+        for (const r of registry.list) this.set({ replica: r.name }, r.pins);
+      },
+    });
+    new Gauge({
+      name: `${P}sessions`,
+      help: 'Live sessions in the directory.',
+      registers: [reg],
+      collect() {
+        affinity.directory.sweep(affinity.clock.now());
+        this.set(affinity.directory.size);
+      },
+    });
+    monotonic(reg, `${P}session_evictions_total`, 'Sessions dropped from the directory, by cause (lru: over --max-sessions; ttl: idle past --session-ttl).', 'cause', () => ({
+      lru: affinity.directory.evictedLru,
+      ttl: affinity.directory.evictedTtl,
+    }));
+    monotonic(reg, `${P}fleet_events_total`, 'Fleet lifecycle events: launch, stop, adoption, launch_failure (the command failed), launch_timeout, exit (a launched process ended on its own).', 'event', () => ({
+      launch: fleet.stats.launches,
+      stop: fleet.stats.stops,
+      adoption: fleet.stats.adoptions,
+      launch_failure: fleet.stats.launchFailures,
+      launch_timeout: fleet.stats.launchTimeouts,
+      exit: fleet.stats.exits,
+    }));
+    new Gauge({
+      name: `${P}fleet_capacity`,
+      help: 'Launch capacity: owned slots, the ceiling, and free slots a launch may take.',
+      labelNames: ['kind'],
+      registers: [reg],
+      collect() {
+        const c = fleet.capacity();
+        this.set({ kind: 'owned' }, c.owned);
+        this.set({ kind: 'ceiling' }, c.ceiling);
+        this.set({ kind: 'free' }, c.free_slots.length);
+      },
+    });
+    new Gauge({ name: `${P}orphans`, help: 'Recorded replicas found silent at start (see GET /fleet).', registers: [reg], collect() { this.set(fleet.orphans.length); } });
+    monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': registry.rejected }));
+
+    observer.onArrival(() => this.received.inc());
+    observer.subscribe((ex) => this.exchangeEnded(ex));
+    observer.onChunkGap((s) => this.gap.observe(s));
+    health.onProbe((r, res) => {
+      this.healthChecks.inc({ replica: r.name, result: res.ok ? 'ok' : 'fail' });
+      this.healthLatency.observe({ replica: r.name }, res.ms / 1000);
+    });
+  }
+
+  private exchangeEnded(ex: Exchange): void {
+    const route = routeLabel(ex.req.originalUrl ?? ex.req.url);
+    const sep = ex.decision.indexOf(';reason=');
+    this.requests.inc({
+      route,
+      status: String(ex.status || (ex.cause === 'client_abort' ? 499 : 0)),
+      replica: ex.replica?.name ?? 'none',
+      decision: sep >= 0 ? ex.decision.slice(0, sep) : ex.decision,
+      reason: sep >= 0 ? ex.decision.slice(sep + 8) : '',
+    });
+    this.terminations.inc({ cause: ex.cause ?? 'ok' });
+    const end = performance.now();
+    this.duration.observe({ route }, (end - ex.arrivedAt) / 1000);
+    if (ex.upstreamWrittenAt > 0) this.overhead.observe({ phase: 'request' }, (ex.upstreamWrittenAt - ex.arrivedAt) / 1000);
+    if (ex.clientFirstByteAt > 0 && ex.upstreamFirstByteAt > 0) this.overhead.observe({ phase: 'response' }, (ex.clientFirstByteAt - ex.upstreamFirstByteAt) / 1000);
+    if (ex.stream && ex.lastChunkAt > 0 && ex.firstChunkAt > 0) this.ttft.observe((ex.firstChunkAt - ex.arrivedAt) / 1000);
+  }
+
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/** A counter whose value lives elsewhere: each scrape adds what it grew by since the last one. */
+function monotonic(reg: Registry, name: string, help: string, label: string | undefined, read: () => Record<string, number>): void {
+  const last = new Map<string, number>();
+  new Counter({
+    name,
+    help,
+    labelNames: label ? [label] : [],
+    registers: [reg],
+    collect() {
+      for (const [k, v] of Object.entries(read())) {
+        const d = v - (last.get(k) ?? 0);
+        if (d > 0) label ? this.inc({ [label]: k }, d) : this.inc(d);
+        last.set(k, v);
+      }
+    },
+  });
+}
