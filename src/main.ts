@@ -10,8 +10,16 @@ async function main(): Promise<void> {
   const { ShutdownService } = await import('./modules/lifecycle/shutdown.service.js');
   const { app, log } = await startRouter(config, { env: process.env });
   const shutdown = app.get(ShutdownService);
+  let stopping = false;
   for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(sig, () => {
+    // `on`, not `once`: a second signal during the drain must not kill the router with the
+    // default action and leave launched replicas behind.
+    process.on(sig, () => {
+      if (stopping) {
+        log.warn({ event: 'shutdown', signal: sig }, `received ${sig} again: still draining`);
+        return;
+      }
+      stopping = true;
       log.info({ event: 'shutdown', signal: sig }, `received ${sig}: draining`);
       void shutdown.run(app).then(
         () => process.exit(0),

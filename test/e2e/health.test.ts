@@ -29,6 +29,7 @@ describe('health and failover (SPEC §5)', () => {
       assert.equal(r.status, 200);
       assert.equal(r.headers['x-replica-name'], 'good');
       assert.equal(r.headers['x-router-replica'], 'good');
+      assert.equal(r.headers['x-router-affinity'], 'switch;reason=unhealthy');
       assert.equal(await ready(router, 'dead'), false);
       for (let i = 0; i < 5; i++) assert.equal((await post(router)).headers['x-replica-name'], 'good');
       assert.equal(router.outstanding('dead'), 0);

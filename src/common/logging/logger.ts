@@ -26,7 +26,7 @@ function prettyStream(out: NodeJS.WritableStream): DestinationStream {
         out.write(line);
         return;
       }
-      const { time, level, msg, pid: _pid, hostname: _h, ...rest } = rec;
+      const { time, level, msg, hostname: _h, ...rest } = rec;
       const t = new Date(typeof time === 'number' ? time : Date.now()).toISOString().slice(11, 23);
       const lv = (LEVEL_NAMES[typeof level === 'number' ? level : 30] ?? String(level)).padEnd(5);
       const kv = Object.entries(rest)

@@ -109,6 +109,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
       if (r === undefined) return 'skipped';
       if (!h.ok) {
         r.everReady = true; // an existing server: unready, not launching
+        this.fleet.orphans.push({ ...where, reason: `answers ${h.status} at ${ep.url}: slot kept reserved, adopted as unready until its health checks pass` });
         this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
       } else {
         this.log.info({ event: 'adopt', replica: r.name, pid: entry.pid, url: r.url }, `adopted ${r.name} (pid ${entry.pid}) without relaunching`);

@@ -57,6 +57,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     req.exchange = ex;
     res.once('close', () => this.closed(ex));
     if (this.lifecycle.stopping) {
+      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       res.setHeader('connection', 'close');
       return this.fail(ex, 'shutting_down', 'rejected');
     }
@@ -187,6 +188,8 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
       if (next !== undefined) {
         this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
         ex.proxyReq = undefined;
+        // The session is now pinned to the retry target; say so.
+        if (next !== r) ex.decision = 'switch;reason=unhealthy';
         return this.dispatch(ex, next, () => undefined);
       }
     } else if (refused) {
