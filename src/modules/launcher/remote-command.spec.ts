@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 
 import {
   buildAliveLine,
@@ -17,21 +17,16 @@ import {
   parseEchoedPid,
   quotePath,
 } from './remote-command.js';
-import { killQuietly, processGone, replicaArgv, waitFor, waitForReport } from './transports/replica-process.fake.js';
+import { killQuietly, processGone, replicaArgv, replicaTempDir, waitFor, waitForReport } from './transports/replica-process.fake.js';
 
 const SHELLS = ['/bin/sh', '/bin/bash'].filter((s) => existsSync(s));
 const PATH = process.env.PATH ?? '/usr/bin:/bin';
 
 function run(shell: string, line: string): { code: number | null; signal: string | null; stdout: string; stderr: string } {
-  const res = spawnSync(shell, ['-c', line], { encoding: 'utf8', env: { PATH, HOME: process.env.HOME ?? '/root' } });
+  const res = spawnSync(shell, ['-c', line], { encoding: 'utf8', env: { PATH, HOME: process.env.HOME ?? '/root' }, timeout: 20_000 });
   return { code: res.status, signal: res.signal, stdout: res.stdout, stderr: res.stderr };
 }
 
-async function tempDir(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'remote-command-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 function pgrpOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -73,7 +68,7 @@ describe('remote command builders', () => {
 
   for (const shell of SHELLS) {
     it(`launch line run by ${shell}: argv arrives literally, nothing is injected, the echoed pid leads its own group`, async (t) => {
-      const dir = await tempDir(t);
+      const dir = await replicaTempDir(t, 'remote-command-');
       const workdir = join(dir, 'work dir; $(x)');
       await mkdir(workdir);
       const pwned = join(tmpdir(), `pwned-${randomBytes(6).toString('hex')}`);
@@ -96,14 +91,14 @@ describe('remote command builders', () => {
     });
 
     it(`launch line run by ${shell} fails (non-zero, no pid) when the workdir is missing`, async (t) => {
-      const dir = await tempDir(t);
+      const dir = await replicaTempDir(t, 'remote-command-');
       const res = run(shell, buildLaunchLine({ argv: ['sleep', '30'], env: {}, logPath: join(dir, 'l.log'), workdir: join(dir, 'nope') }));
       assert.notEqual(res.code, 0);
       assert.equal(parseEchoedPid(res.stdout), null);
     });
 
     it(`stop line run by ${shell}: an exec'd \`pkill -f\` does not kill its own shell`, async (t) => {
-      const dir = await tempDir(t);
+      const dir = await replicaTempDir(t, 'remote-command-');
       const marker = `stop-marker-${randomBytes(6).toString('hex')}`;
       const launched = run(shell, buildLaunchLine({ argv: replicaArgv([marker]), env: {}, logPath: join(dir, 'r.log') }));
       const pid = parseEchoedPid(launched.stdout);
@@ -120,7 +115,7 @@ describe('remote command builders', () => {
   }
 
   it('the same stop without `exec` would kill its own shell (why exec matters)', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'remote-command-');
     const marker = `stop-marker-${randomBytes(6).toString('hex')}`;
     const launched = run('/bin/sh', buildLaunchLine({ argv: replicaArgv([marker]), env: {}, logPath: join(dir, 'r.log') }));
     const pid = parseEchoedPid(launched.stdout);
@@ -133,7 +128,7 @@ describe('remote command builders', () => {
 
   for (const shell of SHELLS) {
     it(`alive and signal lines run by ${shell} see and stop a process group`, async (t) => {
-      const dir = await tempDir(t);
+      const dir = await replicaTempDir(t, 'remote-command-');
       const launched = run(shell, buildLaunchLine({ argv: replicaArgv(['--grandchild']), env: {}, logPath: join(dir, 'r.log') }));
       const pid = parseEchoedPid(launched.stdout);
       assert.ok(pid !== null);
@@ -160,7 +155,7 @@ describe('remote command builders', () => {
   });
 
   it('tail line prints the last lines and nothing for a missing log', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'remote-command-');
     const log = join(dir, 'a log');
     await writeFile(log, 'one\ntwo\nthree\n');
     assert.equal(buildTailLine(log, 2), `if [ -e '${log}' ]; then tail -n 2 '${log}'; fi`);

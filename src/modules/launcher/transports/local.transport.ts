@@ -185,7 +185,7 @@ export class LocalTransport implements LauncherTransport {
       });
       child.once('close', (code, signal) => {
         clearTimeout(timer);
-        const tail = output.slice(-OUTPUT_TAIL_CHARS);
+        const tail = output.trim() === '' ? '(no output)' : output.trim().slice(-OUTPUT_TAIL_CHARS);
         if (timedOut) {
           fail(new LaunchError('stop_failed', `stop_command '${program}' did not finish within ${this.stopCommandTimeoutMs} ms and was killed; output: ${tail}`));
         } else if (code !== 0) {

@@ -3,6 +3,10 @@
  * HostSpec/SlotSpec builders, polling and cleanup. Test-only (`*.fake.ts` is not in the prod build).
  */
 import { readFileSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { HostSpec, SlotSpec } from '../../../config/router-config.js';
@@ -145,4 +149,32 @@ export async function within<T>(what: string, promise: Promise<T> | undefined, t
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Test cleanup that does not trust the pid under test: kill whatever the stand-in replica that
+ * wrote `logPath` reported as its own pid and grandchild (the log is local even for ssh tests).
+ */
+export function killReplicaOf(logPath: string): void {
+  let report: ReplicaReport | undefined;
+  try {
+    report = parseReport(readFileSync(logPath, 'utf8'));
+  } catch {
+    return;
+  }
+  if (report !== undefined) killQuietly(report.pid, report.grandchild);
+}
+
+/**
+ * A temp dir removed after the test; before removing it, every stand-in replica that reported
+ * itself in a `*.log` below it is killed, so a test that fails half-way leaks no process.
+ */
+export async function replicaTempDir(t: TestContext, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t.after(async () => {
+    const entries = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
+    for (const entry of entries) if (entry.endsWith('.log')) killReplicaOf(join(dir, entry));
+    await rm(dir, { recursive: true, force: true });
+  });
+  return dir;
 }

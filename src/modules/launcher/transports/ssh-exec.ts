@@ -84,6 +84,11 @@ export class SshExecutor {
         let timedOut = false;
         const timer = setTimeout(() => {
           timedOut = true;
+          try {
+            stream.signal('KILL'); // servers that honour signal requests (OpenSSH ≥ 7.9) end the command
+          } catch {
+            // the channel is already closing
+          }
           stream.close();
           reject(new LaunchError(failCode, `${what} did not finish within ${this.timeoutMs} ms`));
         }, this.timeoutMs);

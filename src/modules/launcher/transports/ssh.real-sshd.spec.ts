@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
@@ -9,34 +9,43 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { realSshdUnavailableReason, startRealSshd, type RealSshd } from '../../../../test/support/real-sshd.js';
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
-import { killQuietly, parseReport, processGone, replicaArgv, testHost, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
+import {
+  killQuietly,
+  parseReport,
+  processGone,
+  replicaArgv,
+  replicaTempDir,
+  testHost,
+  testSlot,
+  waitFor,
+  type ReplicaReport,
+} from './replica-process.fake.js';
 import { SshTransport } from './ssh.transport.js';
 
 const unavailable = realSshdUnavailableReason();
 
 /** The same flows as ssh.transport.spec.ts, against the system OpenSSH server (root's login shell). */
 describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () => {
-  let sshd: RealSshd;
-  let dir: string;
+  let sshd: RealSshd | undefined;
   before(async () => {
     const started = await startRealSshd();
     assert.ok(started !== null, 'sshd is installed and we are root, yet it was not started');
     sshd = started;
-    dir = await mkdtemp(join(tmpdir(), 'real-sshd-flows-'));
-    await chmod(dir, 0o755);
   });
-  after(async () => {
-    await sshd?.close();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  });
+  after(() => sshd?.close());
+
+  function server(): RealSshd {
+    assert.ok(sshd !== undefined, 'sshd started');
+    return sshd;
+  }
 
   const hostFor = (overrides: Partial<HostSpec> = {}): HostSpec =>
     testHost({
       name: 'real',
-      ssh: `${sshd.user}@127.0.0.1`,
-      sshPort: sshd.port,
-      identityFile: sshd.identityFile,
-      knownHosts: sshd.knownHostsFile,
+      ssh: `${server().user}@127.0.0.1`,
+      sshPort: server().port,
+      identityFile: server().identityFile,
+      knownHosts: server().knownHostsFile,
       ...overrides,
     });
 
@@ -51,6 +60,7 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   }
 
   it('launches (log written remotely, pid echoed), probes, tails and stops a replica group', async (t) => {
+    const dir = await replicaTempDir(t, 'real-sshd-flows-');
     const host = hostFor({ env: { LAUNCHER_TEST_FOO: "it's from the host" } });
     const transport = transportFor(t, host);
     const logPath = join(dir, 'logs dir', `${randomBytes(4).toString('hex')}.log`);
@@ -67,6 +77,7 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   });
 
   it('runs a `pkill -f` stop_command that does not kill its own shell', async (t) => {
+    const dir = await replicaTempDir(t, 'real-sshd-flows-');
     const host = hostFor();
     const transport = transportFor(t, host);
     const marker = `real-sshd-marker-${randomBytes(6).toString('hex')}`;
@@ -79,6 +90,7 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   });
 
   it('passes a hostile model name literally and honours a workdir with spaces', async (t) => {
+    const dir = await replicaTempDir(t, 'real-sshd-flows-');
     const host = hostFor();
     const transport = transportFor(t, host);
     const workdir = join(dir, `work dir ${randomBytes(3).toString('hex')}`);
@@ -95,13 +107,14 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   });
 
   it('refuses an unknown host key', async (t) => {
+    const dir = await replicaTempDir(t, 'real-sshd-flows-');
     const knownHosts = join(dir, 'empty_known_hosts');
     await writeFile(knownHosts, '');
     const transport = transportFor(t, hostFor({ knownHosts }));
     await assert.rejects(transport.isAlive(process.pid), (err: unknown) => {
       assert.ok(err instanceof LaunchError);
       assert.equal(err.code, 'host_key_rejected');
-      assert.ok(err.message.includes(sshd.hostKeyFingerprint), err.message);
+      assert.ok(err.message.includes(server().hostKeyFingerprint), err.message);
       return true;
     });
   });

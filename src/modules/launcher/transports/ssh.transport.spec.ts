@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
@@ -11,7 +11,17 @@ import ssh2 from 'ssh2';
 import { startSshServer, type TestSshServer } from '../../../../test/support/ssh-server.js';
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
-import { parseReport, killQuietly, processGone, replicaArgv, testHost, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
+import {
+  killQuietly,
+  parseReport,
+  processGone,
+  replicaArgv,
+  replicaTempDir,
+  testHost,
+  testSlot,
+  waitFor,
+  type ReplicaReport,
+} from './replica-process.fake.js';
 import { parseSshDestination, SshTransport, type SshTransportOptions } from './ssh.transport.js';
 
 const user = userInfo().username;
@@ -33,11 +43,6 @@ function transportFor(t: TestContext, host: HostSpec, opts: SshTransportOptions 
   return transport;
 }
 
-async function tempDir(t: TestContext, prefix = 'ssh-transport-'): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Poll the remote log through the transport until the replica's report line appears. */
 function remoteReport(transport: SshTransport, logPath: string): Promise<ReplicaReport> {
@@ -71,7 +76,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   after(() => server.close());
 
   it('launches remotely (log written, pid returned), probes, tails and stops it over ONE connection', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const logPath = join(dir, 'remote logs', 'remote-d0.log');
     const connectionsBefore = server.connections;
     const host = hostFor(server, { env: { LAUNCHER_TEST_FOO: 'from host env' } });
@@ -114,7 +119,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('runs a `pkill -f` stop_command without killing its own shell (exit 0, replica gone)', async (t) => {
-    const dir = await tempDir(t, 'ssh stop dir ');
+    const dir = await replicaTempDir(t, 'ssh stop dir ');
     const marker = `ssh-stop-marker-${randomBytes(6).toString('hex')}`;
     const host = hostFor(server);
     const transport = transportFor(t, host);
@@ -129,7 +134,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('escalates to SIGKILL for a remote process that ignores SIGTERM', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const host = hostFor(server);
     const transport = transportFor(t, host, { pollIntervalMs: 50 });
     const logPath = join(dir, 'r.log');
@@ -143,7 +148,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('passes a hostile model name as one literal argv word; nothing is injected', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const pwned = join(tmpdir(), `pwned-${randomBytes(6).toString('hex')}`);
     const evil = `llama $(touch ${pwned}); touch ${pwned}; \`touch ${pwned}\` 'x' "y" | & > /dev/null`;
     const host = hostFor(server);
@@ -158,7 +163,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('cds into a workdir with spaces before nohup', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const workdir = join(dir, 'my work dir');
     await mkdir(workdir);
     const host = hostFor(server);
@@ -173,7 +178,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('refuses an unknown host key before anything runs, naming host, port and fingerprint', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const empty = join(dir, 'known_hosts');
     await writeFile(empty, '');
     const execs = server.execLog.length;
@@ -193,7 +198,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('refuses a changed host key', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const other = ssh2.utils.generateKeyPairSync('ed25519').public.split(' ').slice(0, 2).join(' ');
     const knownHosts = join(dir, 'known_hosts');
     await writeFile(knownHosts, `[127.0.0.1]:${server.port} ${other}\n`);
@@ -202,7 +207,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('accepts an unknown host key with insecure_accept_host_key, warning once', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const warnings: string[] = [];
     const host = hostFor(server, { knownHosts: join(dir, 'missing'), insecureAcceptHostKey: true });
     const transport = transportFor(t, host, { logger: (msg) => warnings.push(msg) });
@@ -215,7 +220,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('never puts identity file contents into errors', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     const wrongKey = join(dir, 'id_wrong');
     const pair = ssh2.utils.generateKeyPairSync('ed25519');
     await writeFile(wrongKey, pair.private, { mode: 0o600 });
@@ -252,7 +257,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
       transport.stop({ pid: null, stopArgv: ['sleep', '5'], env: {}, killAfterMs: 100 }),
       isLaunchError('stop_failed', /did not finish within 300 ms/),
     );
-    const dir = await tempDir(t);
+    const dir = await replicaTempDir(t, 'ssh-transport-');
     await assert.rejects(
       transport.launch({ slot: testSlot(host), host, argv: ['sleep', '5'], env: {}, logPath: join(dir, 'l.log'), workdir: join(dir, 'missing') }),
       isLaunchError('remote_command_failed', /exited with code [1-9]/),
