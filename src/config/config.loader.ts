@@ -21,7 +21,7 @@ import { parseDocument } from 'yaml';
 import { childPath, ConfigError, showValue, type ConfigProblem } from './config-error.js';
 import { toHostSpec, toStaticReplicaSpec, validateConfigFile, type ConfigFileDto, type HostDto, type StaticReplicaDto } from './config.dto.js';
 import { FLAGS, flagSpec, parseArgv, parseFlagValue, type FlagKey, type RawSetting } from './flags.js';
-import { RouterConfig, type HostSpec, type LogFormat, type SlotSpec, type StaticReplicaSpec } from './router-config.js';
+import { RouterConfig, type HostSpec, type LogFormat, type RoutingPolicy, type SlotSpec, type StaticReplicaSpec } from './router-config.js';
 import { computeSlots, findSlotProblems, slotCapacity } from './slots.js';
 import { findHostTemplateProblems } from './templates.js';
 
@@ -104,6 +104,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
       sessionHeader: str('session-header').toLowerCase(),
       bodyField: str('body-field'),
       affinitySlack: num('affinity-slack'),
+      policy: str('routing-policy') as RoutingPolicy,
       sessionTtlMs: num('session-ttl'),
       maxSessions: num('max-sessions'),
     },

@@ -85,6 +85,9 @@ export const FLAGS = [
     file: 'routing.session_header',
     check: checkSessionHeader,
   }),
+  flag('routing-policy', 'enum', 'affinity', 'affinity (default); round-robin and least-outstanding exist for comparison benchmarks', {
+    choices: ['affinity', 'round-robin', 'least-outstanding'],
+  }),
   flag('body-field', 'string', 'session_id', 'top-level JSON body field carrying the session id', {
     file: 'routing.body_field',
   }),

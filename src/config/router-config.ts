@@ -54,7 +54,11 @@ export interface SlotSpec {
   readonly local: boolean;
 }
 
+/** `affinity` is the product; the other two are baselines for the routing-quality benchmark. */
+export type RoutingPolicy = 'affinity' | 'round-robin' | 'least-outstanding';
+
 export interface RoutingSettings {
+  readonly policy: RoutingPolicy;
   /** Lower-cased header name carrying the session id (default `x-session-id`). */
   readonly sessionHeader: string;
   /** Top-level JSON body field carrying the session id (default `session_id`). */

@@ -13,6 +13,8 @@ import { decide, leastOutstanding, type Decision, type PinState } from './routin
 @Injectable()
 export class RoutingService {
   private readonly slack: number;
+  private readonly policy: RouterConfig['routing']['policy'];
+  private rr = 0;
 
   constructor(
     config: RouterConfig,
@@ -20,11 +22,13 @@ export class RoutingService {
     private readonly affinity: AffinityService,
   ) {
     this.slack = config.routing.affinitySlack;
+    this.policy = config.routing.policy;
     registry.onRemoved((r) => affinity.directory.release(r));
   }
 
   route(sessionId: string): Decision<Replica> {
     const now = this.affinity.clock.now();
+    if (this.policy !== 'affinity') return this.baseline(sessionId, now);
     const pin = toPinState(this.affinity.directory.lookup(sessionId, now));
     const d = decide(this.registry.list, this.registry.counter, pin, this.slack);
     if (d.kind === 'none') {
@@ -33,6 +37,27 @@ export class RoutingService {
     }
     this.apply(sessionId, d.replica, d.kind === 'retain', now);
     return d;
+  }
+
+  /** Benchmark baselines: no affinity at all (round-robin, or least-outstanding alone). */
+  private baseline(sessionId: string, now: number): Decision<Replica> {
+    const list = this.registry.list;
+    let r: Replica | undefined;
+    if (this.policy === 'round-robin') {
+      for (let i = 0; i < list.length && r === undefined; i++) {
+        const c = list[(this.rr + i) % list.length]!;
+        if (c.routable) r = c;
+      }
+      this.rr = r === undefined ? this.rr : (r.index + 1) % list.length;
+    } else {
+      r = leastOutstanding(list, this.registry.counter);
+    }
+    if (r === undefined) {
+      this.registry.rejected++;
+      return { kind: 'none' };
+    }
+    this.apply(sessionId, r, false, now);
+    return { kind: 'initialize', replica: r };
   }
 
   /** After a connect failure on `failed`: the least-loaded other routable replica, pinned. */
