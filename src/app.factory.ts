@@ -31,6 +31,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
 export async function createApp(config: RouterConfig, opts: AppOptions = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    // Slow clients (slowloris) are cut: headers within --header-timeout, the whole request within
+    // --body-timeout. Node enforces both per connection without blocking others.
+    requestTimeout: config.bodyTimeoutMs,
+    http: { headersTimeout: Math.min(config.headerTimeoutMs, config.bodyTimeoutMs), connectionsCheckingInterval: 1_000 },
     bodyLimit: 1024 * 1024,
     return503OnClosing: false,
   });

@@ -126,6 +126,8 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     stateFile: optStr('state-file'),
     discardState: setting('discard-state')?.value === true,
     maxBodyBytes: num('max-body'),
+    headerTimeoutMs: num('header-timeout'),
+    bodyTimeoutMs: num('body-timeout'),
     logLevel: str('log-level'),
     logFormat: (optStr('log-format') ?? (opts.isTty === true ? 'pretty' : 'json')) as LogFormat,
     adminToken,

@@ -99,6 +99,8 @@ export const FLAGS = [
   flag('drain-timeout', 'seconds', '300', 'seconds a draining replica has to finish its requests'),
   flag('state-file', 'string', undefined, 'file recording launched replicas, for adoption after a restart (default none)'),
   flag('discard-state', 'boolean', undefined, 'start even if the state file is corrupt or from a newer version'),
+  flag('header-timeout', 'seconds', '10', 'seconds a client has to send the request headers (slow-client protection)'),
+  flag('body-timeout', 'seconds', '300', 'seconds a client has to send the whole request, body included'),
   flag('max-body', 'bytes', '64MiB', 'largest request body, in bytes or with a KiB/MiB/GiB suffix'),
   flag('log-level', 'enum', 'info', 'log level', { choices: LOG_LEVELS }),
   flag('log-format', 'enum', undefined, 'log format (default json, or pretty when stdout is a terminal)', {

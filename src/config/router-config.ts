@@ -101,6 +101,10 @@ export interface RouterConfigFields {
   readonly stateFile: string | undefined;
   readonly discardState: boolean;
   readonly maxBodyBytes: number;
+  /** Client must send the request headers within this (Node's headersTimeout). */
+  readonly headerTimeoutMs: number;
+  /** Client must send the whole request within this (Node's requestTimeout). */
+  readonly bodyTimeoutMs: number;
   readonly logLevel: string;
   readonly logFormat: LogFormat;
   /** Bearer token for the admin API; undefined = none configured. */

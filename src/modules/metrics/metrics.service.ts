@@ -137,21 +137,46 @@ export class MetricsService {
     });
   }
 
+  /**
+   * Label sets are hashed by prom-client on every call; the hot path looks the child series up in a
+   * Map keyed by one string instead (bounded like the labels themselves).
+   */
+  private readonly requestSeries = new Map<string, { inc(): void }>();
+  private readonly causeSeries = new Map<string, { inc(): void }>();
+  private readonly durationSeries = new Map<string, { observe(v: number): void }>();
+  private overheadRequest: { observe(v: number): void } | undefined;
+  private overheadResponse: { observe(v: number): void } | undefined;
+
   private exchangeEnded(ex: Exchange): void {
     const route = routeLabel(ex.req.originalUrl ?? ex.req.url);
-    const sep = ex.decision.indexOf(';reason=');
-    this.requests.inc({
-      route,
-      status: String(ex.status || (ex.cause === 'client_abort' ? 499 : 0)),
-      replica: ex.replica?.name ?? 'none',
-      decision: sep >= 0 ? ex.decision.slice(0, sep) : ex.decision,
-      reason: sep >= 0 ? ex.decision.slice(sep + 8) : '',
-    });
-    this.terminations.inc({ cause: ex.cause ?? 'ok' });
+    const status = String(ex.status || (ex.cause === 'client_abort' ? 499 : 0));
+    const replica = ex.replica?.name ?? 'none';
+    const key = `${route} ${status} ${replica} ${ex.decision}`;
+    let series = this.requestSeries.get(key);
+    if (series === undefined) {
+      const sep = ex.decision.indexOf(';reason=');
+      series = this.requests.labels({
+        route,
+        status,
+        replica,
+        decision: sep >= 0 ? ex.decision.slice(0, sep) : ex.decision,
+        reason: sep >= 0 ? ex.decision.slice(sep + 8) : '',
+      });
+      this.requestSeries.set(key, series);
+    }
+    series.inc();
+    const cause = ex.cause ?? 'ok';
+    let c = this.causeSeries.get(cause);
+    if (c === undefined) this.causeSeries.set(cause, (c = this.terminations.labels({ cause })));
+    c.inc();
     const end = performance.now();
-    this.duration.observe({ route }, (end - ex.arrivedAt) / 1000);
-    if (ex.upstreamWrittenAt > 0) this.overhead.observe({ phase: 'request' }, (ex.upstreamWrittenAt - ex.arrivedAt) / 1000);
-    if (ex.clientFirstByteAt > 0 && ex.upstreamFirstByteAt > 0) this.overhead.observe({ phase: 'response' }, (ex.clientFirstByteAt - ex.upstreamFirstByteAt) / 1000);
+    let d = this.durationSeries.get(route);
+    if (d === undefined) this.durationSeries.set(route, (d = this.duration.labels({ route })));
+    d.observe((end - ex.arrivedAt) / 1000);
+    this.overheadRequest ??= this.overhead.labels({ phase: 'request' });
+    this.overheadResponse ??= this.overhead.labels({ phase: 'response' });
+    if (ex.upstreamWrittenAt > 0) this.overheadRequest.observe((ex.upstreamWrittenAt - ex.arrivedAt) / 1000);
+    if (ex.clientFirstByteAt > 0 && ex.upstreamFirstByteAt > 0) this.overheadResponse.observe((ex.clientFirstByteAt - ex.upstreamFirstByteAt) / 1000);
     if (ex.stream && ex.lastChunkAt > 0 && ex.firstChunkAt > 0) this.ttft.observe((ex.firstChunkAt - ex.arrivedAt) / 1000);
   }
 

@@ -17,6 +17,7 @@ export class RequestLogService {
   }
 
   private write(ex: Exchange): void {
+    if (!this.log.isLevelEnabled('info')) return;
     const end = performance.now();
     const cause = ex.cause ?? 'ok';
     const line = {

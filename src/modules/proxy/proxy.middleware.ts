@@ -148,12 +148,14 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     Object.assign(h, ex.routerHeaders());
     if (ex.status >= 500) this.health.upstreamFailed(r, `status ${ex.status}`);
     ex.stream = (h['content-type'] ?? '').startsWith('text/event-stream');
-    markClientFirstByte(ex);
     if (ex.stream) {
       ex.clearTimer();
       ex.timer = setTimeout(() => this.timedOut(ex, 'idle'), this.config.streamIdleTimeoutMs);
     }
+    // This listener is attached before http-proxy pipes the response, so it runs just before each
+    // chunk is written to the client: its first call is the client's first byte.
     proxyRes.on('data', (c: Buffer) => {
+      if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
       ex.bytesOut += c.length;
       if (ex.stream) {
         const now = performance.now();
@@ -276,24 +278,4 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
       ex.counted = false;
     }
   }
-}
-
-/** Stamp the moment the first response bytes are handed to the client socket. */
-function markClientFirstByte(ex: Exchange): void {
-  const res = ex.res;
-  const write = res.write;
-  const end = res.end;
-  const stamp = (): void => {
-    if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
-    res.write = write;
-    res.end = end;
-  };
-  res.write = function (this: ServerResponse, ...args: Parameters<ServerResponse['write']>) {
-    stamp();
-    return write.apply(this, args);
-  } as ServerResponse['write'];
-  res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
-    stamp();
-    return end.apply(this, args);
-  } as ServerResponse['end'];
 }
