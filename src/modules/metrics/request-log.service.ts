@@ -17,9 +17,10 @@ export class RequestLogService {
   }
 
   private write(ex: Exchange): void {
-    if (!this.log.isLevelEnabled('info')) return;
-    const end = performance.now();
     const cause = ex.cause ?? 'ok';
+    const level = cause === 'ok' || cause === 'client_abort' ? 'info' : 'warn';
+    if (!this.log.isLevelEnabled(level)) return;
+    const end = performance.now();
     const line = {
       event: 'request',
       reqId: ex.id,
@@ -38,7 +39,6 @@ export class RequestLogService {
       stream: ex.stream,
       ...(ex.detail !== undefined ? { detail: ex.detail } : {}),
     };
-    if (cause === 'ok' || cause === 'client_abort') this.log.info(line, 'request');
-    else this.log.warn(line, 'request');
+    this.log[level](line, 'request');
   }
 }
