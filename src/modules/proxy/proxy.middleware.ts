@@ -1,7 +1,7 @@
 import { Inject, Injectable, type NestMiddleware } from '@nestjs/common';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { createProxyMiddleware, type RequestHandler } from 'http-proxy-middleware';
+import { createProxyMiddleware, proxyEventsPlugin, type RequestHandler } from 'http-proxy-middleware';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
@@ -93,6 +93,10 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
       xfwd: true,
       changeOrigin: true,
       ws: false,
+      // Only the `on` handlers: the default logger plugin builds a URL per response and the debug
+      // plugin adds listeners per request; errors are all handled in onError.
+      ejectPlugins: true,
+      plugins: [proxyEventsPlugin],
       on: {
         proxyReq: (proxyReq, req) => this.onProxyReq(proxyReq, req.exchange!),
         proxyRes: (proxyRes, req) => this.onProxyRes(proxyRes, req.exchange!),
