@@ -10,6 +10,7 @@ import type { AppLogger } from './common/logging/logger.js';
 import { NestLoggerAdapter } from './common/logging/nest-logger.adapter.js';
 import { ProblemFilter } from './common/errors/problem.filter.js';
 import { LifecycleService } from './modules/lifecycle/lifecycle.service.js';
+import { LeaderService } from './modules/cluster/leader.service.js';
 
 /** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 75_000;
@@ -62,6 +63,7 @@ export async function startRouter(
   await app.listen({ host: config.listenHost, port: config.listenPort });
   app.get(LifecycleService).phase = 'running';
   const url = await app.getUrl();
+  if (/:0$/.test(config.advertiseUrl)) app.get(LeaderService).setAdvertiseUrl(url);
   log.info({ event: 'listening', url, replicas: config.replicas.length, hosts: config.hosts.length }, 'affinity-router listening');
   return { app, url, log };
 }

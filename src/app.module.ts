@@ -5,6 +5,7 @@ import type { RouterConfig } from './config/router-config.js';
 import { LoggingModule } from './common/logging/logging.module.js';
 import { PROCESS_ENV, type ProcessEnv } from './common/process-env.js';
 import { LifecycleModule } from './modules/lifecycle/lifecycle.module.js';
+import { ClusterModule } from './modules/cluster/cluster.module.js';
 import { RoutingModule } from './modules/routing/routing.module.js';
 import { HealthModule } from './modules/health/health.module.js';
 import { ProxyModule } from './modules/proxy/proxy.module.js';
@@ -32,6 +33,7 @@ export class AppModule {
         RouterConfigModule.forRoot(config),
         LoggingModule.forRoot(config, opts.logStream),
         LifecycleModule,
+        ClusterModule,
         ScheduleModule.forRoot(),
         RoutingModule,
         HealthModule,

@@ -16,7 +16,7 @@
  *   be given, not both; `--admin-open` together with a token is an error.
  */
 import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { parseDocument } from 'yaml';
 import { childPath, ConfigError, showValue, type ConfigProblem } from './config-error.js';
 import { toHostSpec, toStaticReplicaSpec, validateConfigFile, type ConfigFileDto, type HostDto, type StaticReplicaDto } from './config.dto.js';
@@ -124,6 +124,10 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     launchTimeoutMs: num('launch-timeout'),
     drainTimeoutMs: num('drain-timeout'),
     stateFile: optStr('state-file'),
+    redisUrl: optStr('redis-url'),
+    redisPrefix: str('redis-prefix'),
+    advertiseUrl: optStr('advertise-url') ?? `http://${advertiseHost(str('host'))}:${listenPort}`,
+    leaseTtlMs: num('lease-ttl'),
     discardState: setting('discard-state')?.value === true,
     maxBodyBytes: num('max-body'),
     headerTimeoutMs: num('header-timeout'),
@@ -389,4 +393,11 @@ function jsonErrorOffset(text: string): number {
     else hi = mid - 1;
   }
   return lo;
+}
+
+/** A listen address others can dial: a wildcard becomes this machine's name. */
+function advertiseHost(listen: string): string {
+  const h = listen.replace(/^\[(.*)\]$/, '$1');
+  if (h === '0.0.0.0' || h === '::') return hostname();
+  return h.includes(':') ? `[${h}]` : h;
 }

@@ -99,6 +99,12 @@ export interface RouterConfigFields {
   readonly launchTimeoutMs: number;
   readonly drainTimeoutMs: number;
   readonly stateFile: string | undefined;
+  /** Shared Redis (sessions, fleet lease); undefined = single router, everything in memory. */
+  readonly redisUrl: string | undefined;
+  readonly redisPrefix: string;
+  /** How other routers and operators reach this one (leader address in 409 answers). */
+  readonly advertiseUrl: string;
+  readonly leaseTtlMs: number;
   readonly discardState: boolean;
   readonly maxBodyBytes: number;
   /** Client must send the request headers within this (Node's headersTimeout). */

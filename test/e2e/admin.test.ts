@@ -118,7 +118,7 @@ describe('stop_command', () => {
       const rep = await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { ready: boolean }) => r.ready), 10_000, 'ready');
       const del = await adminCall(router, 'DELETE', '/replicas/pk-d0');
       assert.equal(del.status, 200);
-      assert.equal(pidAlive(rep.pid), false);
+      await waitFor(() => !pidAlive(rep.pid), 5_000, 'the replica process to be gone');
       assert.equal(router.logs().some((l) => l['event'] === 'stop_failed'), false);
       assert.equal((await simRequest(`${router.url}/livez`)).status, 200);
     } finally {

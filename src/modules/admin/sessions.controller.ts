@@ -80,7 +80,7 @@ export class SessionsController {
   async unpin(@Param('id') id: string, @Req() req: FastifyRequest): Promise<void> {
     await audited(this.log, req, `unpin session ${id}`, () => {
       checkId(id);
-      if (!this.affinity.directory.unpin(id, this.affinity.clock.now())) throw new DomainError('unknown_session', `no live pin for session '${id}'`);
+      if (!this.routing.unpin(id)) throw new DomainError('unknown_session', `no live pin for session '${id}'`);
     });
   }
 }

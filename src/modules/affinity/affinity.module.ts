@@ -1,9 +1,10 @@
 import { Module } from '@nestjs/common';
 import { Clock, SystemClock } from '../../common/clock.js';
 import { AffinityService } from './affinity.service.js';
+import { SharedSessions } from './shared-sessions.js';
 
 @Module({
-  providers: [AffinityService, { provide: Clock, useClass: SystemClock }],
-  exports: [AffinityService, Clock],
+  providers: [AffinityService, SharedSessions, { provide: Clock, useClass: SystemClock }],
+  exports: [AffinityService, SharedSessions, Clock],
 })
 export class AffinityModule {}

@@ -19,6 +19,8 @@ export interface PinTarget {
 }
 
 class Entry<T extends PinTarget> {
+  /** When this pin was last agreed with the shared store (-Infinity: never). */
+  syncedAt = -Infinity;
   constructor(
     public target: T,
     public epoch: number,
@@ -89,6 +91,17 @@ export class SessionDirectory<T extends PinTarget> {
       if (this.map.size > this.maxSessions) this.evictFront(now);
     }
     target.pins++;
+  }
+
+  /** Milliseconds since the pin was last agreed with the shared store (Infinity when never). */
+  syncAge(id: string, now: number): number {
+    const e = this.map.get(id);
+    return e === undefined ? Infinity : now - e.syncedAt;
+  }
+
+  markSynced(id: string, now: number): void {
+    const e = this.map.get(id);
+    if (e !== undefined) e.syncedAt = now;
   }
 
   /** Remove a pin; true when there was a live one. */

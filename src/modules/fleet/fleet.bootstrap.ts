@@ -9,6 +9,9 @@ import { RoutingService } from '../routing/routing.service.js';
 import { probe } from '../health/probe.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { FleetService } from './fleet.service.js';
+import { FleetMirror } from './fleet-mirror.js';
+import { LeaderService } from '../cluster/leader.service.js';
+import { RedisService } from '../cluster/redis.service.js';
 import { StateService } from './state.service.js';
 import type { FleetState, StateReplica } from './state-file.js';
 
@@ -28,14 +31,26 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     private readonly routing: RoutingService,
     private readonly shutdown: ShutdownService,
     private readonly scheduler: SchedulerRegistry,
+    private readonly leader: LeaderService,
+    private readonly mirror: FleetMirror,
+    private readonly redis: RedisService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     const recorded = this.state.load();
-    if (recorded !== undefined) await this.adopt(recorded);
-    if (this.state.enabled) this.fleet.persist();
-    await this.launchInitial();
+    await this.leader.start();
+    if (this.leader.isLeader) await this.lead(recorded);
+    else this.mirror.start();
+    this.leader.onChange(async (leading) => {
+      if (leading) {
+        this.mirror.stop();
+        await this.lead(undefined);
+      } else {
+        this.fleet.relinquish();
+        this.mirror.start();
+      }
+    });
     this.state.startPinFlush();
     const every = Math.max(100, Math.min(1_000, this.config.launchTimeoutMs / 4, this.config.health.intervalMs));
     const handle = setInterval(() => {
@@ -44,9 +59,20 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     handle.unref();
     this.scheduler.addInterval(LAUNCH_JOB, handle);
     this.shutdown.register('drain', async (deadline) => {
-      await Promise.all([this.fleet.stopAll(deadline), this.waitInflight(deadline)]);
+      // Several routers share the fleet through Redis: a router that goes away hands the fleet
+      // over (the next leader adopts it) instead of stopping it.
+      const stop = this.redis.enabled ? Promise.resolve() : this.fleet.stopAll(deadline);
+      await Promise.all([stop, this.waitInflight(deadline)]);
       this.state.write();
     });
+  }
+
+  /** Take the fleet: adopt what was recorded (Redis first, else the state file), then launch up to the target. */
+  private async lead(fromFile: FleetState | undefined): Promise<void> {
+    const recorded = (await this.state.loadShared()) ?? fromFile;
+    if (recorded !== undefined) await this.adopt(recorded);
+    if (this.state.enabled) this.fleet.persist();
+    await this.launchInitial();
   }
 
   onApplicationShutdown(): void {
@@ -66,10 +92,11 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
   /** Probe every recorded replica; adopt the ones that answer as expected (SPEC §6). */
   private async adopt(state: FleetState): Promise<void> {
     const adopted = new Set<string>();
-    await Promise.all(state.replicas.map(async (entry) => {
-      const outcome = await this.adoptOne(entry);
-      if (outcome === 'adopted') adopted.add(entry.slot);
-    }));
+    // Probe in parallel, register in the recorded order (a stable replica table).
+    const steps = await Promise.all(state.replicas.map((entry) => this.adoptOne(entry)));
+    steps.forEach((step, i) => {
+      if (step() === 'adopted') adopted.add(state.replicas[i]!.slot);
+    });
     const dir = this.routing;
     let pins = 0;
     for (const p of state.sessions) {
@@ -82,28 +109,38 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     this.log.info({ event: 'adoption_done', adopted: [...adopted], orphans: this.fleet.orphans.length, pins }, `adopted ${adopted.size} of ${state.replicas.length} recorded replicas`);
   }
 
-  private async adoptOne(entry: StateReplica): Promise<'adopted' | 'kept' | 'orphan' | 'skipped'> {
+  /** Probe a recorded replica now; the returned step registers the outcome (run in order). */
+  private async adoptOne(entry: StateReplica): Promise<() => 'adopted' | 'kept' | 'orphan' | 'skipped'> {
     const slot = this.fleet.slots.get(entry.slot);
     const where = { slot: entry.slot, host: entry.host, devices: entry.devices, address: entry.address, port: entry.port, pid: entry.pid };
     if (slot === undefined || slot.host !== entry.host) {
-      this.orphan({ ...where, reason: `slot ${entry.slot} is no longer declared in the config; not adopting` });
-      return 'skipped';
+      return () => {
+        this.orphan({ ...where, reason: `slot ${entry.slot} is no longer declared in the config; not adopting` });
+        return 'skipped';
+      };
     }
     const ep = createEndpoint({ scheme: entry.scheme, host: entry.address, port: entry.port });
+    let h: Awaited<ReturnType<typeof probe>>;
+    let modelOk = true;
+    const expected = entry.model ?? this.expectedModel(slot.host);
     try {
-      const h = await probe(ep, this.config.health.path, this.config.health.timeoutMs);
+      h = await probe(ep, this.config.health.path, this.config.health.timeoutMs);
+      if (h.ok && expected !== undefined) {
+        const m = await probe(ep, '/v1/models', this.config.health.timeoutMs, 64 * 1024);
+        modelOk = m.ok && (m.body ?? '').includes(JSON.stringify(expected));
+      }
+    } finally {
+      ep.agent.destroy();
+    }
+    return () => {
       if (h.status === undefined) {
         this.orphan({ ...where, reason: `does not answer at ${ep.url} (${h.error ?? 'no answer'}); if a process still holds devices [${entry.devices.join(',')}] on ${entry.host}, stop it by hand` });
         return 'orphan';
       }
-      const expected = entry.model ?? this.expectedModel(slot.host);
-      if (h.ok && expected !== undefined) {
-        const m = await probe(ep, '/v1/models', this.config.health.timeoutMs, 64 * 1024);
-        if (!m.ok || !(m.body ?? '').includes(JSON.stringify(expected))) {
-          this.orphan({ ...where, reason: `answers at ${ep.url} but does not serve model ${expected}; slot kept reserved, not adopted` });
-          this.fleet.slots.reserve(slot.name, `foreign#${slot.name}`);
-          return 'kept';
-        }
+      if (!modelOk) {
+        this.orphan({ ...where, reason: `answers at ${ep.url} but does not serve model ${expected}; slot kept reserved, not adopted` });
+        this.fleet.slots.reserve(slot.name, `foreign#${slot.name}`);
+        return 'kept';
       }
       const r = this.fleet.registerAdopted(slot, entry, h.ok);
       if (r === undefined) return 'skipped';
@@ -115,9 +152,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
         this.log.info({ event: 'adopt', replica: r.name, pid: entry.pid, url: r.url }, `adopted ${r.name} (pid ${entry.pid}) without relaunching`);
       }
       return 'adopted';
-    } finally {
-      ep.agent.destroy();
-    }
+    };
   }
 
   private orphan(o: FleetService['orphans'][number]): void {

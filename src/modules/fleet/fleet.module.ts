@@ -3,11 +3,12 @@ import { LauncherModule } from '../launcher/launcher.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
 import { FleetBootstrap } from './fleet.bootstrap.js';
 import { FleetService } from './fleet.service.js';
+import { FleetMirror } from './fleet-mirror.js';
 import { StateService } from './state.service.js';
 
 @Module({
   imports: [RoutingModule, LauncherModule],
-  providers: [FleetService, StateService, FleetBootstrap],
+  providers: [FleetService, StateService, FleetBootstrap, FleetMirror],
   exports: [FleetService],
 })
 export class FleetModule {}

@@ -16,6 +16,7 @@ import { probe } from '../health/probe.js';
 import { LaunchRecord } from './launch-record.js';
 import { SlotTable, type Capacity } from './slot-table.js';
 import { StateService } from './state.service.js';
+import { LeaderService } from '../cluster/leader.service.js';
 import type { StateReplica } from './state-file.js';
 
 /** SIGKILL this long after SIGTERM (SPEC §6). */
@@ -73,6 +74,7 @@ export class FleetService {
     private readonly routing: RoutingService,
     private readonly launchers: LauncherFactory,
     private readonly state: StateService,
+    private readonly leader: LeaderService,
     @Inject(PROCESS_ENV) private readonly env: ProcessEnv,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
@@ -96,6 +98,7 @@ export class FleetService {
    * either every launch gets a slot or none is started (409 with the capacity).
    */
   async launch(count = 1, hostName?: string): Promise<Replica[]> {
+    this.assertLeader();
     if (hostName !== undefined && !this.config.hosts.some((h) => h.name === hostName)) {
       throw new DomainError('unknown_host', `no host named '${hostName}' is declared in the config`, { capacity: this.capacity() });
     }
@@ -209,6 +212,7 @@ export class FleetService {
   /** Drain then stop a launched replica (SPEC §6). A second call joins the first drain. */
   remove(name: string): { rec: LaunchRecord; done: Promise<void> } {
     const r = this.registry.get(name);
+    if (r?.kind === 'shared') this.assertLeader();
     const rec = this.records.get(name);
     if (r === undefined && rec === undefined) throw new DomainError('unknown_replica', `no replica named '${name}'`);
     if (rec === undefined) throw new DomainError('not_launched', `replica '${name}' was not launched by this router`, { capacity: this.capacity() });
@@ -339,6 +343,26 @@ export class FleetService {
     this.records.set(replica.name, rec);
     this.stats.adoptions++;
     return replica;
+  }
+
+  /** Fleet changes happen on the leader only (issue 8); a follower answers 409 with its address. */
+  assertLeader(): void {
+    if (this.leader.isLeader) return;
+    const url = this.leader.leaderUrl;
+    throw new DomainError('not_leader', `this router does not lead the fleet; send fleet changes to the leader${url ? ` at ${url}` : ''}`, { leader: url ?? null });
+  }
+
+  /**
+   * Leadership lost: forget the replicas without stopping them (the new leader adopts them; this
+   * router mirrors them back as `shared`).
+   */
+  relinquish(): void {
+    for (const rec of [...this.records.values()]) {
+      if (rec.drain !== undefined || rec.stopped !== undefined) continue;
+      this.records.delete(rec.name);
+      this.slots.release(rec.slot.name, rec.holder);
+      if (!rec.replica.removed) this.registry.remove(rec.name);
+    }
   }
 
   hostOf(slot: SlotSpec): HostSpec {

@@ -5,6 +5,8 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
+import { LeaderService } from '../cluster/leader.service.js';
+import { RedisService } from '../cluster/redis.service.js';
 import { readStateFile, STATE_VERSION, writeStateFile, type FleetState, type StatePin, type StateReplica } from './state-file.js';
 
 /** How often changed session pins are flushed (SPEC §6: at most 1 s after they change). */
@@ -28,13 +30,28 @@ export class StateService implements OnApplicationShutdown {
     private readonly config: RouterConfig,
     private readonly affinity: AffinityService,
     private readonly lifecycle: LifecycleService,
+    private readonly leader: LeaderService,
+    private readonly redis: RedisService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
     this.path = config.stateFile;
   }
 
+  /** Fleet changes are recorded somewhere (a state file, or Redis for the other routers). */
   get enabled(): boolean {
-    return this.path !== undefined;
+    return this.path !== undefined || this.redis.enabled;
+  }
+
+  /** The fleet the current leader recorded in Redis, if any. */
+  async loadShared(): Promise<FleetState | undefined> {
+    const json = await this.leader.readFleetState();
+    if (json === undefined) return undefined;
+    const r = readStateFile('redis', () => json);
+    if (r.kind !== 'ok') {
+      this.log.warn({ event: 'state_invalid', source: 'redis', problems: r.kind === 'invalid' ? r.problems : [] }, 'ignoring the unreadable fleet state in Redis');
+      return undefined;
+    }
+    return r.state;
   }
 
   /** The recorded state, or undefined when there is none (no file, or --discard-state). */
@@ -65,10 +82,14 @@ export class StateService implements OnApplicationShutdown {
     this.flushTimer.unref();
   }
 
-  /** Record a fleet change and write at once. */
+  /** Record a fleet change and write at once (file, and Redis when this router leads). */
   saveFleet(replicas: readonly StateReplica[]): void {
     this.fleet = replicas;
     this.write();
+    if (this.redis.enabled && this.leader.isLeader) {
+      const shared: FleetState = { version: STATE_VERSION, epoch: this.leader.epoch, written_at: new Date().toISOString(), replicas, sessions: [] };
+      void this.leader.writeFleetState(JSON.stringify(shared));
+    }
   }
 
   /** Write the current fleet and pins now. */

@@ -6,6 +6,8 @@ import { HealthService } from '../health/health.service.js';
 import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
 import { RegistryService } from '../registry/registry.service.js';
+import { RedisService } from '../cluster/redis.service.js';
+import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
 import { routeLabel } from './route-label.js';
 
@@ -38,6 +40,8 @@ export class MetricsService {
     fleet: FleetService,
     health: HealthService,
     observer: ExchangeObserver,
+    redis: RedisService,
+    leader: LeaderService,
   ) {
     const reg = this.registry;
     collectDefaultMetrics({ register: reg });
@@ -127,6 +131,23 @@ export class MetricsService {
     });
     new Gauge({ name: `${P}orphans`, help: 'Recorded replicas found silent at start (see GET /fleet).', registers: [reg], collect() { this.set(fleet.orphans.length); } });
     monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': registry.rejected }));
+
+    new Gauge({
+      name: `${P}session_store_up`,
+      help: 'Shared session store (Redis): 1 reachable, 0 not (the router then routes on local state). Absent without --redis-url.',
+      registers: [reg],
+      collect() {
+        if (redis.enabled) this.set(redis.up ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: `${P}fleet_leader`,
+      help: '1 when this router leads the fleet (always 1 without Redis).',
+      registers: [reg],
+      collect() {
+        this.set(leader.isLeader ? 1 : 0);
+      },
+    });
 
     observer.onArrival(() => this.received.inc());
     observer.subscribe((ex) => this.exchangeEnded(ex));

@@ -77,7 +77,9 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     ex.body = read.body;
     ex.bytesIn = read.body.length;
     ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], read.body);
-    const d = this.routing.route(ex.session.id);
+    // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
+    const publish = this.routing.shared.enabled ? await this.routing.syncShared(ex.session.id) : false;
+    const d = this.routing.route(ex.session.id, publish);
     ex.decision = affinityHeader(d);
     if (d.kind === 'none') return this.fail(ex, 'no_replica_available', 'no_replica');
     for (const h of HOP_BY_HOP) delete req.headers[h];

@@ -1,6 +1,7 @@
 import type { ReplicaEndpoint } from './replica-endpoint.js';
 
-export type ReplicaKind = 'static' | 'launched' | 'adopted';
+/** `shared`: a fleet replica another router leads (seen through Redis); routed to, never stopped here. */
+export type ReplicaKind = 'static' | 'launched' | 'adopted' | 'shared';
 export type ReplicaState = 'launching' | 'ready' | 'unready' | 'draining' | 'stopping' | 'failed';
 
 export interface HealthResult {
@@ -71,7 +72,7 @@ export class Replica {
   }
 
   get owned(): boolean {
-    return this.kind !== 'static';
+    return this.kind === 'launched' || this.kind === 'adopted';
   }
 
   get state(): ReplicaState {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { AffinityService } from '../affinity/affinity.service.js';
+import { SharedSessions } from '../affinity/shared-sessions.js';
 import type { PinLookup } from '../affinity/session-directory.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
@@ -20,13 +21,40 @@ export class RoutingService {
     config: RouterConfig,
     private readonly registry: RegistryService,
     private readonly affinity: AffinityService,
+    readonly shared: SharedSessions,
   ) {
     this.slack = config.routing.affinitySlack;
     this.policy = config.routing.policy;
     registry.onRemoved((r) => affinity.directory.release(r));
   }
 
-  route(sessionId: string): Decision<Replica> {
+  /**
+   * With a shared store: agree with it before routing (at most one Redis read per `cacheMs` per
+   * session). Returns whether the decision must be published even if it retains the pin.
+   */
+  async syncShared(sessionId: string): Promise<boolean> {
+    const dir = this.affinity.directory;
+    if (dir.syncAge(sessionId, this.affinity.clock.now()) <= this.shared.cacheMs) return false;
+    const name = await this.shared.fetch(sessionId);
+    const r = name === undefined ? undefined : this.registry.get(name);
+    if (r !== undefined && !r.removed) {
+      const now = this.affinity.clock.now();
+      const local = dir.lookup(sessionId, now);
+      if (local.status !== 'live' || local.target !== r) dir.pin(sessionId, r, now);
+    }
+    return true;
+  }
+
+  route(sessionId: string, publish = false): Decision<Replica> {
+    const d = this.decideAndApply(sessionId);
+    if (this.shared.enabled && d.kind !== 'none' && (publish || d.kind !== 'retain')) {
+      this.shared.publish(sessionId, d.replica.name);
+      this.affinity.directory.markSynced(sessionId, this.affinity.clock.now());
+    }
+    return d;
+  }
+
+  private decideAndApply(sessionId: string): Decision<Replica> {
     const now = this.affinity.clock.now();
     if (this.policy !== 'affinity') return this.baseline(sessionId, now);
     const pin = toPinState(this.affinity.directory.lookup(sessionId, now));
@@ -63,13 +91,25 @@ export class RoutingService {
   /** After a connect failure on `failed`: the least-loaded other routable replica, pinned. */
   reroute(sessionId: string, failed: Replica): Replica | undefined {
     const r = leastOutstanding(this.registry.list, this.registry.counter, failed);
-    if (r !== undefined) this.apply(sessionId, r, false, this.affinity.clock.now());
+    if (r !== undefined) {
+      this.apply(sessionId, r, false, this.affinity.clock.now());
+      this.shared.publish(sessionId, r.name);
+    }
     return r;
   }
 
   /** Pin a session by hand (admin). */
   pin(sessionId: string, r: Replica): void {
-    this.affinity.directory.pin(sessionId, r, this.affinity.clock.now());
+    const now = this.affinity.clock.now();
+    this.affinity.directory.pin(sessionId, r, now);
+    this.shared.publish(sessionId, r.name);
+    this.affinity.directory.markSynced(sessionId, now);
+  }
+
+  /** Unpin a session by hand (admin); true when it had a live pin. */
+  unpin(sessionId: string): boolean {
+    this.shared.unpin(sessionId);
+    return this.affinity.directory.unpin(sessionId, this.affinity.clock.now());
   }
 
   /** Take a replica out of rotation for good or for a drain: its sessions re-route next turn. */

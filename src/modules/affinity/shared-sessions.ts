@@ -1,0 +1,52 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RouterConfig } from '../../config/router-config.js';
+import { RedisService } from '../cluster/redis.service.js';
+
+/**
+ * The shared half of the session store: session → replica name in Redis with the TTL in Redis
+ * itself, so several routers agree on where a conversation lives. The in-memory directory stays the
+ * read-through cache (and the whole store when no Redis is configured). Failures are swallowed: the
+ * router then routes on its local view.
+ */
+@Injectable()
+export class SharedSessions {
+  readonly enabled: boolean;
+  /** A local pin younger than this is trusted without asking Redis. */
+  readonly cacheMs: number;
+  private readonly ttlMs: number;
+  errors = 0;
+
+  constructor(
+    config: RouterConfig,
+    @Inject(RedisService) private readonly redis: RedisService,
+  ) {
+    this.enabled = redis.enabled;
+    this.ttlMs = config.routing.sessionTtlMs;
+    this.cacheMs = Math.min(1_000, this.ttlMs / 4);
+  }
+
+  /** The replica name Redis holds for a session, or undefined (none, or Redis unavailable). */
+  async fetch(id: string): Promise<string | undefined> {
+    const c = this.redis.client;
+    if (c === undefined || !this.redis.up) return undefined;
+    try {
+      return (await c.get(this.redis.key('s', id))) ?? undefined;
+    } catch {
+      this.errors++;
+      return undefined;
+    }
+  }
+
+  /** Record (or refresh) a pin; fire and forget. */
+  publish(id: string, replica: string): void {
+    const c = this.redis.client;
+    if (c === undefined || !this.redis.up) return;
+    c.set(this.redis.key('s', id), replica, 'PX', this.ttlMs).catch(() => this.errors++);
+  }
+
+  unpin(id: string): void {
+    const c = this.redis.client;
+    if (c === undefined || !this.redis.up) return;
+    c.del(this.redis.key('s', id)).catch(() => this.errors++);
+  }
+}

@@ -1,0 +1,67 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { LeaderService } from '../cluster/leader.service.js';
+import { createEndpoint } from '../registry/replica-endpoint.js';
+import { Replica } from '../registry/replica.js';
+import { RegistryService } from '../registry/registry.service.js';
+import { readStateFile } from './state-file.js';
+
+const MIRROR_EVERY_MS = 1_000;
+
+/**
+ * A follower's view of the fleet: the leader's state in Redis, mirrored into the local registry as
+ * `shared` replicas (routed to once this router's own health checks pass; never stopped here).
+ */
+@Injectable()
+export class FleetMirror {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly leader: LeaderService,
+    private readonly registry: RegistryService,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {}
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    void this.sync();
+    this.timer = setInterval(() => void this.sync(), MIRROR_EVERY_MS);
+    this.timer.unref();
+  }
+
+  /** Stop mirroring and drop the mirrored replicas (this router now leads and adopts them). */
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    for (const r of [...this.registry.list]) if (r.kind === 'shared') this.registry.remove(r.name);
+  }
+
+  async sync(): Promise<void> {
+    const json = await this.leader.readFleetState();
+    if (json === undefined || this.timer === undefined) return;
+    const read = readStateFile('redis', () => json);
+    if (read.kind !== 'ok') {
+      this.log.warn({ event: 'mirror_invalid' }, 'the fleet state in Redis is not readable; keeping the last view');
+      return;
+    }
+    const wanted = new Map(read.state.replicas.map((e) => [e.slot, e]));
+    for (const r of [...this.registry.list]) {
+      if (r.kind === 'shared' && !wanted.has(r.name)) this.registry.remove(r.name);
+    }
+    for (const e of wanted.values()) {
+      if (this.registry.get(e.slot) !== undefined) continue;
+      const r = new Replica(e.slot, 'shared', createEndpoint({ scheme: e.scheme, host: e.address, port: e.port }), {
+        slot: e.slot,
+        host: e.host,
+        devices: e.devices,
+        pid: e.pid,
+        logPath: '',
+        launchedAt: e.launched_at ?? new Date().toISOString(),
+        ...(e.model !== null ? { model: e.model } : {}),
+      }, false);
+      r.everReady = true;
+      this.registry.add(r);
+    }
+  }
+}

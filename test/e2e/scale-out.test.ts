@@ -1,0 +1,118 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
+import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
+import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../support/router-process.js';
+import { simHost } from '../support/fleet.js';
+import { startRedis, type TestRedis } from '../support/redis.js';
+
+const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
+const chat = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
+const ask = (router: { url: string }, session: string) =>
+  simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': session }, body: chat });
+
+describe('scale-out through Redis (issue 8)', () => {
+  const procs: RouterProcess[] = [];
+  const redises: TestRedis[] = [];
+  const start = async (args: string[]) => {
+    const r = await spawnRouter(args, ENV);
+    procs.push(r);
+    return r;
+  };
+  const redis = async (t: { skip(msg: string): void }) => {
+    const r = await startRedis();
+    if (r === null) t.skip('redis-server is not installed');
+    else redises.push(r);
+    return r;
+  };
+  after(async () => {
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    for (const r of redises) await r.stop();
+    await stopAllSims();
+  });
+
+  it('keeps a session that alternates between two routers on one replica', async (t) => {
+    const rd = await redis(t);
+    if (rd === null) return;
+    const sims = await Promise.all(['x0', 'x1', 'x2'].map((name) => spawnSim({ name })));
+    const cfg = writeTempConfig({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) });
+    const a = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
+    const b = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
+    for (let s = 0; s < 6; s++) {
+      const seen = new Set<string>();
+      for (let turn = 0; turn < 6; turn++) {
+        const r = await ask(turn % 2 === 0 ? a : b, `conv-${s}`);
+        assert.equal(r.status, 200);
+        seen.add(String(r.headers['x-replica-name']));
+      }
+      assert.equal(seen.size, 1, `session conv-${s} visited ${[...seen].join(',')}`);
+    }
+  });
+
+  it('replaces a killed leader within the lease; the new leader adopts the running replicas', async (t) => {
+    const rd = await redis(t);
+    if (rd === null) return;
+    const base = await freePortRange(2);
+    const cfg = writeTempConfig({ hosts: [simHost('lh', [0, 1], base)] });
+    const common = ['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2', '--lease-ttl', '2', '--initial-replicas', '2'];
+    const first = await start(common);
+    const fleet = await waitFor(async () => {
+      const l = (await adminCall(first, 'GET', '/replicas')).body.replicas;
+      return l.length === 2 && l.every((r: { ready: boolean }) => r.ready) ? l : undefined;
+    }, 15_000, 'the leader to launch two replicas');
+    const second = await start(common);
+    // the follower mirrors the fleet and routes to it, but refuses fleet changes
+    await waitFor(async () => (await adminCall(second, 'GET', '/replicas')).body.replicas.filter((r: { ready: boolean; kind: string }) => r.ready && r.kind === 'shared').length === 2, 10_000, 'the follower to mirror the fleet');
+    const refused = await adminCall(second, 'POST', '/replicas');
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.leader, first.url);
+    const session = await ask(second, 'kept');
+    assert.equal(session.status, 200);
+    const t0 = performance.now();
+    first.child.kill('SIGKILL');
+    await first.exited();
+    const adopted = await waitFor(async () => {
+      const l = (await adminCall(second, 'GET', '/replicas')).body.replicas;
+      return l.length === 2 && l.every((r: { kind: string; ready: boolean }) => r.kind === 'adopted' && r.ready) ? l : undefined;
+    }, 10_000, 'the follower to lead and adopt');
+    assert.ok(performance.now() - t0 < 8_000, 'taken over within the lease (plus a probe)');
+    assert.deepEqual(adopted.map((r: { pid: number }) => r.pid).sort(), fleet.map((r: { pid: number }) => r.pid).sort(), 'same processes, none relaunched');
+    for (const r of fleet) assert.ok(pidAlive(r.pid));
+    assert.equal(second.logs().filter((l) => l['event'] === 'launch').length, 0);
+    assert.equal((await ask(second, 'kept')).headers['x-replica-name'], session.headers['x-replica-name']);
+    // the new leader owns the fleet now: a clean stop of it hands over (Redis mode) rather than killing
+    second.child.kill('SIGTERM');
+    assert.equal((await second.exited()).code, 0);
+    for (const r of fleet) {
+      assert.ok(pidAlive(r.pid), 'a router leaving a shared fleet does not stop it');
+      process.kill(r.pid, 'SIGKILL');
+    }
+  });
+
+  it('keeps serving when Redis stops mid-test, and says so in /readyz and /metrics', async (t) => {
+    const rd = await redis(t);
+    if (rd === null) return;
+    const sims = await Promise.all(['y0', 'y1'].map((name) => spawnSim({ name })));
+    const cfg = writeTempConfig({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) });
+    const router = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
+    assert.equal((await ask(router, 'before')).status, 200);
+    await rd.stop();
+    await waitFor(async () => {
+      const r = await simRequest(`${router.url}/readyz`);
+      return (JSON.parse(r.body.toString()) as { degraded?: { redis?: string } }).degraded?.redis !== undefined;
+    }, 5_000, '/readyz to report Redis');
+    const first = await ask(router, 'during');
+    assert.equal(first.status, 200);
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      const r = await ask(router, 'during');
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['x-replica-name'], first.headers['x-replica-name'], 'local affinity still holds');
+      assert.ok(performance.now() - t0 < 500);
+    }
+    const metrics = (await simRequest(`${router.url}/metrics`)).body.toString();
+    assert.match(metrics, /affinity_router_session_store_up 0/);
+    await rd.restart();
+    await waitFor(async () => /affinity_router_session_store_up 1/.test((await simRequest(`${router.url}/metrics`)).body.toString()), 10_000, 'Redis back');
+  });
+});

@@ -1,0 +1,54 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import { freePort } from './sim-process.js';
+import { waitFor } from './router.js';
+
+const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
+
+/** A throwaway redis-server on a loopback port (no persistence), or null when none is installed. */
+export interface TestRedis {
+  readonly port: number;
+  readonly url: string;
+  stop(): Promise<void>;
+  /** Start it again on the same port after stop(). */
+  restart(): Promise<void>;
+}
+
+export async function startRedis(): Promise<TestRedis | null> {
+  if (REDIS_SERVER === undefined) return null;
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'ar-redis-'));
+  let child: ChildProcess | undefined;
+  const launch = async (): Promise<void> => {
+    child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    await waitFor(() => canConnect(port), 10_000, 'redis-server to listen');
+  };
+  const stop = async (): Promise<void> => {
+    const c = child;
+    if (c === undefined || c.exitCode !== null) return;
+    await new Promise<void>((done) => {
+      c.once('exit', () => done());
+      c.kill('SIGKILL');
+    });
+  };
+  process.on('exit', () => child?.kill('SIGKILL'));
+  await launch();
+  return { port, url: `redis://127.0.0.1:${port}`, stop, restart: launch };
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const s = net.connect(port, '127.0.0.1', () => {
+      s.destroy();
+      done(true);
+    });
+    s.on('error', () => done(false));
+  });
+}
+
+export function redisAvailable(): boolean {
+  return REDIS_SERVER !== undefined;
+}
