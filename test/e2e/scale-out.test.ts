@@ -1,10 +1,11 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
+import { spawnSim, simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
+import { parseProm, sum } from '../support/prom.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 const chat = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
@@ -46,6 +47,37 @@ describe('scale-out through Redis (issue 8)', () => {
         seen.add(String(r.headers['x-replica-name']));
       }
       assert.equal(seen.size, 1, `session conv-${s} visited ${[...seen].join(',')}`);
+    }
+  });
+
+  it("counts the other routers' load on a replica (the engine's own queue) in the load override", async (t) => {
+    const rd = await redis(t);
+    if (rd === null) return;
+    const sims = await Promise.all(['z0', 'z1'].map((name) => spawnSim({ name, args: ['--itl-ms', '100'] })));
+    const cfg = writeTempConfig({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) });
+    const flags = ['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2', '--affinity-slack', '2'];
+    const a = await start(flags);
+    const b = await start(flags);
+    const pinned = String((await ask(a, 'shared-load')).headers['x-replica-name']);
+    const foreign = async (router: RouterProcess) =>
+      sum(parseProm((await simRequest(`${router.url}/metrics`)).body.toString()).samples, 'affinity_router_replica_foreign_load', { replica: pinned });
+    // B's samples no longer include A's finished request
+    await waitFor(async () => (await foreign(b)) === 0, 5_000, "B's view of the replica to settle");
+    // Router B puts 3 long streams on the same replica (within its own slack); router A's own count sees none.
+    const streams = [];
+    for (let i = 0; i < 3; i++) {
+      streams.push(await simStream(`${b.url}/v1/chat/completions`, { headers: { 'x-session-id': 'shared-load' }, body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'x' }] }) }));
+    }
+    try {
+      await waitFor(async () => (await foreign(a)) === 3, 5_000, "A to sample B's three streams");
+      for (const st of streams) assert.equal(st.headers['x-replica-name'], pinned, `streams: ${streams.map((x) => `${x.headers['x-replica-name']}/${x.headers['x-router-affinity']}`).join(' ')}`);
+      const moved = await waitFor(async () => {
+        const r = await ask(a, 'shared-load');
+        return r.headers['x-router-affinity'] === 'switch;reason=overload' ? r : undefined;
+      }, 5_000, 'router A to see the engine load and move the session');
+      assert.notEqual(moved.headers['x-replica-name'], pinned);
+    } finally {
+      for (const st of streams) st.destroy();
     }
   });
 

@@ -6,6 +6,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { probe, TLS_ERROR_CODES, type ProbeResult } from './probe.js';
+import { engineQueue } from './engine-load.js';
 
 /** How many replicas are probed at once. */
 const PROBE_CONCURRENCY = 16;
@@ -32,7 +33,11 @@ export class HealthService {
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
     this.settings = config.health;
+    this.engineLoad = config.redisUrl !== undefined;
   }
+
+  /** Several routers share the replicas: also read each engine's own queue (see engine-load.ts). */
+  private readonly engineLoad: boolean;
 
   onTransition(l: (r: Replica, ready: boolean) => void): void {
     this.listeners.push(l);
@@ -64,11 +69,20 @@ export class HealthService {
     try {
       const res = await probe(r.endpoint, this.settings.path, this.settings.timeoutMs);
       if (!r.removed) this.record(r, res);
+      if (this.engineLoad && res.ok && !r.removed) await this.sampleEngineLoad(r);
       for (const l of this.probeListeners) l(r, res);
       return res;
     } finally {
       this.inFlight.delete(r);
     }
+  }
+
+  private async sampleEngineLoad(r: Replica): Promise<void> {
+    const before = r.outstanding;
+    const m = await probe(r.endpoint, '/metrics', this.settings.timeoutMs, 512 * 1024);
+    const total = m.ok && m.body !== undefined ? engineQueue(m.body) : undefined;
+    // Our own requests that started while the sample was taken are in the engine's count too.
+    r.foreignLoad = total === undefined ? 0 : Math.max(0, total - Math.max(before, r.outstanding));
   }
 
   /** Apply a probe result with hysteresis. */

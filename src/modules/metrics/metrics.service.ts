@@ -77,6 +77,16 @@ export class MetricsService {
       },
     });
     new Gauge({
+      name: `${P}replica_foreign_load`,
+      help: 'Several routers: requests the engine reports on a replica beyond this router\'s own (other routers\' traffic), from the last health sample.',
+      labelNames: ['replica'],
+      registers: [reg],
+      collect() {
+        this.reset();
+        for (const r of registry.list) this.set({ replica: r.name }, r.foreignLoad);
+      },
+    });
+    new Gauge({
       name: `${P}replica_state`,
       help: 'Replica state: 1 for the current state of each replica.',
       labelNames: ['replica', 'kind', 'state'],

@@ -49,6 +49,11 @@ export class Replica {
   /** True once the replica has been ready at least once. */
   everReady: boolean;
   lastHealth: HealthResult | null = null;
+  /**
+   * With several routers: requests the engine reported beyond this router's own at the last sample
+   * (other routers' traffic). 0 with a single router.
+   */
+  foreignLoad = 0;
   /** Exchanges currently on this replica (kept by the proxy). */
   readonly inflight = new Set<Abortable>();
 
@@ -65,6 +70,11 @@ export class Replica {
 
   get url(): string {
     return this.endpoint.url;
+  }
+
+  /** What the routing policy balances. */
+  get load(): number {
+    return this.outstanding + this.foreignLoad;
   }
 
   get routable(): boolean {

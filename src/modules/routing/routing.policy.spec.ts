@@ -8,11 +8,11 @@ interface R extends RoutableView {
   index: number;
   routable: boolean;
   draining: boolean;
-  outstanding: number;
+  load: number;
 }
 
 const table = (n: number): R[] =>
-  Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, outstanding: 0 }));
+  Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, load: 0 }));
 
 /** Applies decisions like RoutingService does, for sequence tests. */
 function routeMany(t: R[], sessions: string[], slack = 8): string[] {
@@ -41,16 +41,16 @@ describe('routing policy', () => {
 
   it('keeps a pin at slack 8 with 8 more in flight and moves it at 9', () => {
     const t = table(2);
-    t[0]!.outstanding = 8;
+    t[0]!.load = 8;
     assert.equal(decide(t, 0, { status: 'live', replica: t[0]! }, 8).kind, 'retain');
-    t[0]!.outstanding = 9;
+    t[0]!.load = 9;
     const d = decide(t, 0, { status: 'live', replica: t[0]! }, 8);
     assert.deepEqual([d.kind, d.kind === 'switch' ? d.reason : ''], ['switch', 'overload']);
   });
 
   it('with slack 0, one more in flight moves the pin', () => {
     const t = table(2);
-    t[0]!.outstanding = 1;
+    t[0]!.load = 1;
     assert.equal(decide(t, 0, { status: 'live', replica: t[0]! }, 0).kind, 'switch');
   });
 
@@ -80,7 +80,7 @@ describe('routing policy', () => {
   });
 
   const arbTable = fc
-    .array(fc.record({ routable: fc.boolean(), draining: fc.boolean(), outstanding: fc.nat(20) }), { minLength: 1, maxLength: 8 })
+    .array(fc.record({ routable: fc.boolean(), draining: fc.boolean(), load: fc.nat(20) }), { minLength: 1, maxLength: 8 })
     .map((rows) => rows.map((x, i): R => ({ ...x, routable: x.routable && !x.draining, name: `r${i}`, index: i })));
 
   it('property: never picks a non-routable replica', () => {
@@ -106,7 +106,7 @@ describe('routing policy', () => {
         fc.pre(pinned.routable);
         const least = leastOutstanding(t, counter)!;
         const d = decide(t, counter, { status: 'live', replica: pinned }, slack);
-        if (pinned.outstanding <= least.outstanding + slack) assert.equal(d.kind === 'retain' && d.replica, pinned);
+        if (pinned.load <= least.load + slack) assert.equal(d.kind === 'retain' && d.replica, pinned);
         else assert.equal(d.kind === 'switch' && d.reason, 'overload');
       }),
     );

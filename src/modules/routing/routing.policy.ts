@@ -12,7 +12,11 @@ export interface RoutableView {
   /** Ready and not draining. */
   readonly routable: boolean;
   readonly draining: boolean;
-  readonly outstanding: number;
+  /**
+   * In-flight requests the policy balances: this router's own count, plus (with several routers)
+   * what the engine reports beyond it.
+   */
+  readonly load: number;
 }
 
 export type SwitchReason = 'overload' | 'unhealthy' | 'draining' | 'removed' | 'expired';
@@ -31,7 +35,7 @@ export type Decision<R extends RoutableView> =
   | { readonly kind: 'none' };
 
 /**
- * The routable replica minimising `(outstanding, (index − counter) mod N, index)`, N being the
+ * The routable replica minimising `(load, (index − counter) mod N, index)`, N being the
  * whole table, or undefined when none is routable.
  */
 export function leastOutstanding<R extends RoutableView>(
@@ -47,9 +51,9 @@ export function leastOutstanding<R extends RoutableView>(
     const r = table[i]!;
     if (!r.routable || r === exclude) continue;
     const rot = (((r.index - counter) % n) + n) % n;
-    if (best === undefined || r.outstanding < bestLoad || (r.outstanding === bestLoad && rot < bestRot)) {
+    if (best === undefined || r.load < bestLoad || (r.load === bestLoad && rot < bestRot)) {
       best = r;
-      bestLoad = r.outstanding;
+      bestLoad = r.load;
       bestRot = rot;
     }
   }
@@ -77,7 +81,7 @@ export function decide<R extends RoutableView>(
       if (!pinned.routable) {
         return { kind: 'switch', replica: least, reason: pinned.draining ? 'draining' : 'unhealthy' };
       }
-      if (pinned.outstanding <= least.outstanding + slack) return { kind: 'retain', replica: pinned };
+      if (pinned.load <= least.load + slack) return { kind: 'retain', replica: pinned };
       return { kind: 'switch', replica: least, reason: 'overload' };
     }
   }
