@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import { waitFor } from './router.js';
+import { collectLogLines } from './log-lines.js';
 
 /** The compiled router entry next to this helper in dist-test. */
 export const MAIN_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/main.js');
@@ -30,28 +31,14 @@ export function spawnRouter(args: string[], env: Record<string, string> = {}, ti
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
-  const lines: Array<Record<string, unknown>> = [];
+  const lines = collectLogLines(child.stdout!);
   let err = '';
-  let partial = '';
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
     child.once('exit', (code, signal) => {
       running.delete(child);
       done({ code, signal });
     }),
   );
-  child.stdout!.on('data', (c: Buffer) => {
-    partial += c.toString();
-    let i: number;
-    while ((i = partial.indexOf('\n')) >= 0) {
-      const line = partial.slice(0, i);
-      partial = partial.slice(i + 1);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ msg: line });
-      }
-    }
-  });
   child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
   const proc: Omit<RouterProcess, 'url'> = {
     child,

@@ -8,6 +8,7 @@ import { loadRouterConfig } from '../../src/config/config.loader.js';
 import type { RouterConfig } from '../../src/config/router-config.js';
 import { RegistryService } from '../../src/modules/registry/registry.service.js';
 import { simRequest } from './sim-process.js';
+import { collectLogLines } from './log-lines.js';
 import { ShutdownService } from '../../src/modules/lifecycle/shutdown.service.js';
 
 /** A router booted in this process (real AppModule on Fastify, real sockets). */
@@ -44,21 +45,7 @@ export async function startTestRouter(
   const argv = ['--config', file, '--host', '127.0.0.1', '--port', '0', '--health-interval', '0.2', '--health-timeout', '1', '--log-level', 'info', ...flags];
   const cfg = loadRouterConfig(argv, env);
   const stream = new PassThrough();
-  const lines: Array<Record<string, unknown>> = [];
-  let partial = '';
-  stream.on('data', (c: Buffer) => {
-    partial += c.toString('utf8');
-    let i: number;
-    while ((i = partial.indexOf('\n')) >= 0) {
-      const line = partial.slice(0, i);
-      partial = partial.slice(i + 1);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ msg: line });
-      }
-    }
-  });
+  const lines = collectLogLines(stream);
   const { app, url } = await startRouter(cfg, { logStream: stream, env: { ...process.env, ...env } });
   const registry = app.get(RegistryService);
   return {

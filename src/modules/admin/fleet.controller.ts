@@ -1,16 +1,11 @@
-import { Controller, Get, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiForbiddenResponse, ApiOkResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { AdminTokenGuard } from '../../common/auth/admin-token.guard.js';
+import { Get } from '@nestjs/common';
+import { ApiOkResponse } from '@nestjs/swagger';
+import { AdminController } from './admin-api.decorator.js';
 import { FleetService } from '../fleet/fleet.service.js';
 import { capacityView } from './dto/replica.view.js';
 import { FleetView } from './dto/fleet.view.js';
 
-@ApiTags('fleet')
-@ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'missing or wrong bearer token' })
-@ApiForbiddenResponse({ description: 'no admin token configured (fail closed)' })
-@UseGuards(AdminTokenGuard)
-@Controller('fleet')
+@AdminController('fleet')
 export class FleetController {
   constructor(private readonly fleet: FleetService) {}
 

@@ -1,18 +1,14 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, ParseBoolPipe, Patch, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Delete, Get, HttpCode, Inject, Param, ParseBoolPipe, Patch, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBadGatewayResponse,
-  ApiBearerAuth,
   ApiConflictResponse,
-  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiQuery,
-  ApiTags,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+  } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AdminTokenGuard } from '../../common/auth/admin-token.guard.js';
+import { AdminController } from './admin-api.decorator.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { FleetService } from '../fleet/fleet.service.js';
@@ -24,12 +20,7 @@ import { capacityView, replicaView, ReplicaListView, ReplicaView } from './dto/r
 
 const LAUNCHED_MESSAGE = 'launched; it becomes routable once its model is loaded';
 
-@ApiTags('replicas')
-@ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'missing or wrong bearer token' })
-@ApiForbiddenResponse({ description: 'no admin token configured (fail closed)' })
-@UseGuards(AdminTokenGuard)
-@Controller('replicas')
+@AdminController('replicas')
 export class ReplicasController {
   constructor(
     private readonly registry: RegistryService,

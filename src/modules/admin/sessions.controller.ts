@@ -1,7 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Put, Query, Req, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiForbiddenResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiConflictResponse, ApiQuery, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { Body, Delete, Get, HttpCode, Inject, Param, Put, Query, Req } from '@nestjs/common';
+import { ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiConflictResponse, ApiQuery } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { AdminTokenGuard } from '../../common/auth/admin-token.guard.js';
+import { AdminController } from './admin-api.decorator.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
@@ -12,12 +12,7 @@ import { RoutingService } from '../routing/routing.service.js';
 import { audited } from './admin-audit.js';
 import { PinSessionDto, SessionCountsView, SessionView } from './dto/session.dto.js';
 
-@ApiTags('sessions')
-@ApiBearerAuth()
-@ApiUnauthorizedResponse({ description: 'missing or wrong bearer token' })
-@ApiForbiddenResponse({ description: 'no admin token configured (fail closed)' })
-@UseGuards(AdminTokenGuard)
-@Controller('sessions')
+@AdminController('sessions')
 export class SessionsController {
   constructor(
     private readonly affinity: AffinityService,
