@@ -17,6 +17,8 @@ export class Exchange {
   decision = 'none';
   body: Buffer | undefined;
   replica: Replica | undefined;
+  /** The client side is closed (finished or gone); set once by the proxy's close handler. */
+  closed = false;
   /** Whether `replica.outstanding` currently counts this exchange. */
   counted = false;
   attempts = 0;

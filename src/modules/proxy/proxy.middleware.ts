@@ -79,6 +79,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], read.body);
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
     const publish = this.routing.shared.enabled ? await this.routing.syncShared(ex.session.id) : false;
+    if (ex.closed) return;
     const d = this.routing.route(ex.session.id, publish);
     ex.decision = affinityHeader(d);
     if (d.kind === 'none') return this.fail(ex, 'no_replica_available', 'no_replica');
@@ -109,6 +110,9 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
   }
 
   private dispatch(ex: Exchange, r: Replica, next: (err?: unknown) => void): void {
+    // The client may have gone while the body or the shared store was awaited: nothing to send,
+    // and counting it now would never be undone (the close handler already ran).
+    if (ex.closed) return;
     ex.replica = r;
     ex.attempts++;
     ex.connected = false;
@@ -265,6 +269,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
 
   /** The client side is closed (finished or gone): settle everything exactly once. */
   private closed(ex: Exchange): void {
+    ex.closed = true;
     ex.clearTimer();
     if (!ex.res.writableFinished) {
       ex.end('client_abort');
