@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { SessionDirectory, type PinTarget } from './session-directory.js';
 
 const target = (name: string): PinTarget => ({ name, pinEpoch: 0, pins: 0 });
@@ -85,5 +86,110 @@ describe('SessionDirectory', () => {
   it('refuses a non-positive ttl or cap', () => {
     assert.throws(() => new SessionDirectory<PinTarget>(0, 1), /ttl/);
     assert.throws(() => new SessionDirectory<PinTarget>(1, 0), /max sessions/);
+  });
+});
+
+/** The obvious model: an array in LRU order, rebuilt on every call. */
+class NaiveDirectory {
+  entries: Array<{ id: string; target: PinTarget; epoch: number; lastUsed: number }> = [];
+  constructor(
+    readonly ttl: number,
+    readonly cap: number,
+  ) {}
+  find(id: string) {
+    return this.entries.find((e) => e.id === id);
+  }
+  status(id: string, now: number): string {
+    const e = this.find(id);
+    if (!e) return 'none';
+    if (e.epoch !== e.target.pinEpoch) return 'released';
+    return now - e.lastUsed > this.ttl ? 'expired' : `live:${e.target.name}`;
+  }
+  pin(id: string, target: PinTarget, now: number): void {
+    const e = this.find(id);
+    if (e) {
+      e.target = target;
+      e.epoch = target.pinEpoch;
+      e.lastUsed = now;
+      return;
+    }
+    this.entries.push({ id, target, epoch: target.pinEpoch, lastUsed: now });
+    const live = () => this.entries.filter((x) => x.epoch === x.target.pinEpoch);
+    while (live().length > this.cap) {
+      const victim = live().reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a));
+      this.entries = this.entries.filter((x) => x !== victim);
+    }
+  }
+  unpin(id: string): void {
+    this.entries = this.entries.filter((x) => x.id !== id);
+  }
+  sweep(now: number): void {
+    this.entries = this.entries.filter((x) => x.epoch === x.target.pinEpoch && now - x.lastUsed <= this.ttl);
+  }
+}
+
+describe('SessionDirectory against an exact LRU + TTL model', () => {
+  it('keeps live pins when released ones fill the map (stale entries do not count against the cap)', () => {
+    const t0 = { name: 't0', pinEpoch: 0, pins: 0 };
+    const t1 = { name: 't1', pinEpoch: 0, pins: 0 };
+    const d = new SessionDirectory<PinTarget>(50, 2);
+    d.pin('s0', t0, 1);
+    d.pin('s1', t1, 2);
+    d.release(t1);
+    d.pin('s2', t0, 3);
+    assert.equal(d.lookup('s0', 4).status, 'live');
+    assert.equal(d.lookup('s2', 4).status, 'live');
+    assert.equal(d.size, 2);
+  });
+
+  it('property: same answers for any sequence of pins, lookups, unpins, releases and sweeps', () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('pin' as const), id: fc.nat(12), target: fc.nat(2), dt: fc.nat(30) }),
+      fc.record({ kind: fc.constant('lookup' as const), id: fc.nat(12), dt: fc.nat(30) }),
+      fc.record({ kind: fc.constant('unpin' as const), id: fc.nat(12), dt: fc.nat(5) }),
+      fc.record({ kind: fc.constant('release' as const), target: fc.nat(2), dt: fc.nat(5) }),
+      fc.record({ kind: fc.constant('sweep' as const), dt: fc.nat(30) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 80 }), fc.integer({ min: 1, max: 6 }), (ops, cap) => {
+        const targets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinEpoch: 0, pins: 0 }));
+        const modelTargets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinEpoch: 0, pins: 0 }));
+        const d = new SessionDirectory<PinTarget>(50, cap);
+        const m = new NaiveDirectory(50, cap);
+        let now = 0;
+        for (const o of ops) {
+          now += o.dt + 1; // strictly increasing: no ties in last use
+          if (o.kind === 'pin') {
+            d.pin(`s${o.id}`, targets[o.target]!, now);
+            m.pin(`s${o.id}`, modelTargets[o.target]!, now);
+          } else if (o.kind === 'lookup') {
+            // 'released' and 'none' both mean "no pin" (a stale entry may already be gone)
+            const norm = (x: string) => (x === 'released' ? 'none' : x);
+            const l = d.lookup(`s${o.id}`, now);
+            const got = l.status === 'live' ? `live:${l.target.name}` : l.status;
+            assert.equal(norm(got), norm(m.status(`s${o.id}`, now)));
+          } else if (o.kind === 'unpin') {
+            d.unpin(`s${o.id}`, now);
+            m.unpin(`s${o.id}`);
+          } else if (o.kind === 'release') {
+            d.release(targets[o.target]!);
+            modelTargets[o.target]!.pinEpoch++;
+          } else {
+            d.sweep(now);
+            m.sweep(now);
+            assert.equal(d.size, m.entries.length);
+          }
+          {
+            const liveModel = m.entries.filter((e) => e.epoch === e.target.pinEpoch).length;
+            assert.equal(d.size, liveModel, 'live pins');
+          }
+          for (let i = 0; i < 3; i++) {
+            const live = m.entries.filter((e) => e.target === modelTargets[i] && e.epoch === e.target.pinEpoch).length;
+            assert.equal(targets[i]!.pins, live, `pins of t${i}`);
+          }
+        }
+      }),
+      { numRuns: 400 },
+    );
   });
 });

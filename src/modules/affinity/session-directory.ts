@@ -1,12 +1,16 @@
 /**
  * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (SPEC §4).
  *
- * A JS Map keeps insertion order and every touch re-inserts, so the map is ordered by last use:
- * the front is both the least recently used and the first to expire. Eviction and sweeping are
- * therefore O(entries removed), lookups O(1).
+ * Layout (1,000,000 sessions in ~130 bytes each): a `Map<string, slot>` whose values are small
+ * integers, and the per-session fields in typed arrays indexed by slot — no object per session.
+ * Recency is an intrusive doubly linked list over the slots (`prev`/`next` arrays): a touch moves the
+ * slot to the tail with a few array writes, so lookup + touch costs one hash lookup. The head is the
+ * exact least recently used entry, and, since TTL is idle time, the first to expire: eviction and
+ * sweeping only ever look at the head. O(1) per operation.
  *
  * Releasing every pin of a replica (drain, removal) is O(1): the replica's `pinEpoch` moves on and
- * entries holding the old epoch read as released. Such stale entries are dropped when met.
+ * entries holding the old epoch read as released. They do not count against the cap and are dropped
+ * when they reach the head (the map never holds more than twice the cap).
  */
 
 /** What a session is pinned to. The registry's replica objects satisfy it structurally. */
@@ -18,16 +22,6 @@ export interface PinTarget {
   pins: number;
 }
 
-class Entry<T extends PinTarget> {
-  /** When this pin was last agreed with the shared store (-Infinity: never). */
-  syncedAt = -Infinity;
-  constructor(
-    public target: T,
-    public epoch: number,
-    public lastUsed: number,
-  ) {}
-}
-
 export type PinLookup<T extends PinTarget> =
   | { readonly status: 'live'; readonly target: T; readonly lastUsed: number }
   | { readonly status: 'expired'; readonly target: T }
@@ -35,6 +29,7 @@ export type PinLookup<T extends PinTarget> =
   | { readonly status: 'none' };
 
 const NONE = { status: 'none' } as const;
+const INITIAL_CAPACITY = 1024;
 
 export interface DirectoryStats {
   readonly size: number;
@@ -43,7 +38,24 @@ export interface DirectoryStats {
 }
 
 export class SessionDirectory<T extends PinTarget> {
-  private readonly map = new Map<string, Entry<T>>();
+  private readonly map = new Map<string, number>();
+  private capacity = INITIAL_CAPACITY;
+  private targetOf = new Int32Array(INITIAL_CAPACITY);
+  private epochOf = new Int32Array(INITIAL_CAPACITY);
+  private lastUsedOf = new Float64Array(INITIAL_CAPACITY);
+  /** When the pin was last agreed with the shared store (-Infinity: never). */
+  private syncedAtOf = new Float64Array(INITIAL_CAPACITY);
+  /** Recency list: -1 ends it. */
+  private prevOf = new Int32Array(INITIAL_CAPACITY);
+  private nextOf = new Int32Array(INITIAL_CAPACITY);
+  private head = -1;
+  private tail = -1;
+  /** The id stored in each slot (the same string the map holds as its key). */
+  private idOf: string[] = [];
+  private readonly freeSlots: number[] = [];
+  private nextSlot = 0;
+  private readonly targets: T[] = [];
+  private readonly targetIds = new Map<T, number>();
   /** Entries whose pin was released but that are still in the map. */
   private stale = 0;
   evictedLru = 0;
@@ -67,51 +79,64 @@ export class SessionDirectory<T extends PinTarget> {
   }
 
   lookup(id: string, now: number): PinLookup<T> {
-    const e = this.map.get(id);
-    if (e === undefined) return NONE;
-    if (e.epoch !== e.target.pinEpoch) return { status: 'released', target: e.target };
-    if (now - e.lastUsed > this.ttlMs) return { status: 'expired', target: e.target };
-    return { status: 'live', target: e.target, lastUsed: e.lastUsed };
+    const s = this.map.get(id);
+    if (s === undefined) return NONE;
+    const target = this.targets[this.targetOf[s]!]!;
+    if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
+    const lastUsed = this.lastUsedOf[s]!;
+    if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
+    return { status: 'live', target, lastUsed };
   }
 
   /** Pin (or re-pin) `id` to `target` and mark it used now. */
   pin(id: string, target: T, now: number): void {
-    const e = this.map.get(id);
-    if (e !== undefined) {
-      if (e.target !== target || e.epoch !== target.pinEpoch) this.version++;
-      this.map.delete(id);
-      this.forgetEntry(e);
-      e.target = target;
-      e.epoch = target.pinEpoch;
-      e.lastUsed = now;
-      this.map.set(id, e);
-    } else {
-      this.version++;
-      this.map.set(id, new Entry(target, target.pinEpoch, now));
-      if (this.map.size > this.maxSessions) this.evictFront(now);
+    const tid = this.targetId(target);
+    const s = this.map.get(id);
+    if (s !== undefined) {
+      const oldTarget = this.targets[this.targetOf[s]!]!;
+      const wasLive = this.epochOf[s] === oldTarget.pinEpoch;
+      if (oldTarget !== target || !wasLive) {
+        this.version++;
+        this.forget(s);
+        this.targetOf[s] = tid;
+        this.epochOf[s] = target.pinEpoch;
+        target.pins++;
+      }
+      this.lastUsedOf[s] = now;
+      this.moveToTail(s);
+      return;
     }
+    this.version++;
+    const slot = this.allocate();
+    this.targetOf[slot] = tid;
+    this.epochOf[slot] = target.pinEpoch;
+    this.lastUsedOf[slot] = now;
+    this.syncedAtOf[slot] = -Infinity;
+    this.idOf[slot] = id;
+    this.linkTail(slot);
+    this.map.set(id, slot);
     target.pins++;
+    if (this.map.size > this.maxSessions) this.evictOverCap(now);
   }
 
   /** Milliseconds since the pin was last agreed with the shared store (Infinity when never). */
   syncAge(id: string, now: number): number {
-    const e = this.map.get(id);
-    return e === undefined ? Infinity : now - e.syncedAt;
+    const s = this.map.get(id);
+    return s === undefined ? Infinity : now - this.syncedAtOf[s]!;
   }
 
   markSynced(id: string, now: number): void {
-    const e = this.map.get(id);
-    if (e !== undefined) e.syncedAt = now;
+    const s = this.map.get(id);
+    if (s !== undefined) this.syncedAtOf[s] = now;
   }
 
   /** Remove a pin; true when there was a live one. */
   unpin(id: string, now: number): boolean {
-    const e = this.map.get(id);
-    if (e === undefined) return false;
+    const s = this.map.get(id);
+    if (s === undefined) return false;
     this.version++;
-    this.map.delete(id);
-    const live = e.epoch === e.target.pinEpoch && now - e.lastUsed <= this.ttlMs;
-    this.forgetEntry(e);
+    const live = this.isLive(s) && now - this.lastUsedOf[s]! <= this.ttlMs;
+    this.drop(s);
     return live;
   }
 
@@ -123,24 +148,29 @@ export class SessionDirectory<T extends PinTarget> {
     target.pinEpoch++;
   }
 
-  /** Drop expired (and stale) entries from the front; O(removed). */
+  /** Drop expired entries (and stale ones met on the way) from the head; O(removed). */
   sweep(now: number): number {
     let removed = 0;
-    for (const [id, e] of this.map) {
-      const isStale = e.epoch !== e.target.pinEpoch;
-      if (!isStale && now - e.lastUsed <= this.ttlMs) break;
-      this.map.delete(id);
-      if (!isStale) this.evictedTtl++;
-      this.forgetEntry(e);
+    while (this.head >= 0) {
+      const s = this.head;
+      if (!this.isLive(s)) {
+        this.drop(s);
+      } else if (now - this.lastUsedOf[s]! > this.ttlMs) {
+        this.evictedTtl++;
+        this.drop(s);
+      } else {
+        break;
+      }
       removed++;
     }
     return removed;
   }
 
-  /** Live pins, least recently used first (state file, admin listing). */
+  /** Live pins (state file, admin listing). */
   *livePins(now: number): Generator<{ id: string; target: T; lastUsed: number }> {
-    for (const [id, e] of this.map) {
-      if (e.epoch === e.target.pinEpoch && now - e.lastUsed <= this.ttlMs) yield { id, target: e.target, lastUsed: e.lastUsed };
+    for (const [id, s] of this.map) {
+      const lastUsed = this.lastUsedOf[s]!;
+      if (this.isLive(s) && now - lastUsed <= this.ttlMs) yield { id, target: this.targets[this.targetOf[s]!]!, lastUsed };
     }
   }
 
@@ -148,24 +178,95 @@ export class SessionDirectory<T extends PinTarget> {
     return { size: this.size, evictedLru: this.evictedLru, evictedTtl: this.evictedTtl };
   }
 
-  /** Over the cap: expired entries go first (they sit at the front), then the least recently used. */
-  private evictFront(now: number): void {
-    while (this.map.size > this.maxSessions) {
-      const first = this.map.entries().next();
-      if (first.done === true) return;
-      const [id, e] = first.value;
-      this.map.delete(id);
-      if (e.epoch === e.target.pinEpoch) {
-        if (now - e.lastUsed > this.ttlMs) this.evictedTtl++;
+  /**
+   * Over the cap of live pins: the least recently used goes (expired ones are the LRU). Released
+   * (stale) entries do not count against the cap, so they never push a live pin out; they are
+   * dropped as they reach the front, and the map never holds more than twice the cap.
+   */
+  private evictOverCap(now: number): void {
+    while ((this.map.size - this.stale > this.maxSessions || this.map.size > 2 * this.maxSessions) && this.head >= 0) {
+      const s = this.head;
+      if (this.isLive(s)) {
+        if (now - this.lastUsedOf[s]! > this.ttlMs) this.evictedTtl++;
         else this.evictedLru++;
       }
-      this.forgetEntry(e);
+      this.drop(s);
     }
   }
 
-  /** Account for an entry leaving the map (or being re-pointed). */
-  private forgetEntry(e: Entry<T>): void {
-    if (e.epoch === e.target.pinEpoch) e.target.pins--;
+  private linkTail(s: number): void {
+    this.prevOf[s] = this.tail;
+    this.nextOf[s] = -1;
+    if (this.tail >= 0) this.nextOf[this.tail] = s;
+    else this.head = s;
+    this.tail = s;
+  }
+
+  private unlink(s: number): void {
+    const p = this.prevOf[s]!;
+    const n = this.nextOf[s]!;
+    if (p >= 0) this.nextOf[p] = n;
+    else this.head = n;
+    if (n >= 0) this.prevOf[n] = p;
+    else this.tail = p;
+  }
+
+  private moveToTail(s: number): void {
+    if (this.tail === s) return;
+    this.unlink(s);
+    this.linkTail(s);
+  }
+
+  private isLive(s: number): boolean {
+    return this.epochOf[s] === this.targets[this.targetOf[s]!]!.pinEpoch;
+  }
+
+  private drop(s: number): void {
+    this.map.delete(this.idOf[s]!);
+    this.idOf[s] = '';
+    this.unlink(s);
+    this.forget(s);
+    this.freeSlots.push(s);
+  }
+
+  /** Account for an entry leaving its target (removed or re-pointed). */
+  private forget(s: number): void {
+    const t = this.targets[this.targetOf[s]!]!;
+    if (this.epochOf[s] === t.pinEpoch) t.pins--;
     else this.stale--;
+  }
+
+  private targetId(t: T): number {
+    let id = this.targetIds.get(t);
+    if (id === undefined) {
+      id = this.targets.length;
+      this.targets.push(t);
+      this.targetIds.set(t, id);
+    }
+    return id;
+  }
+
+  private allocate(): number {
+    const free = this.freeSlots.pop();
+    if (free !== undefined) return free;
+    if (this.nextSlot === this.capacity) this.grow();
+    return this.nextSlot++;
+  }
+
+  private grow(): void {
+    const cap = Math.min(this.capacity * 2, 2 * this.maxSessions + 1);
+    const next = Math.max(cap, this.capacity + 1);
+    const copy = <A extends Int32Array | Float64Array>(a: A, make: (n: number) => A): A => {
+      const b = make(next);
+      b.set(a);
+      return b;
+    };
+    this.targetOf = copy(this.targetOf, (n) => new Int32Array(n));
+    this.epochOf = copy(this.epochOf, (n) => new Int32Array(n));
+    this.lastUsedOf = copy(this.lastUsedOf, (n) => new Float64Array(n));
+    this.syncedAtOf = copy(this.syncedAtOf, (n) => new Float64Array(n));
+    this.prevOf = copy(this.prevOf, (n) => new Int32Array(n));
+    this.nextOf = copy(this.nextOf, (n) => new Int32Array(n));
+    this.capacity = next;
   }
 }
