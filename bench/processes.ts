@@ -1,0 +1,133 @@
+/**
+ * Processes the bench starts and watches: simulators (via the test helper), the router run as
+ * an operator runs it (`node dist-test/src/main.js --config ...`), generic readiness polling, and
+ * RSS / open-fd readings from /proc. Every child is killed when the bench process exits.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, simRequest, spawnSim, type SimProcess } from '../test/support/sim-process.js';
+import { MAIN_ENTRY } from './bench-options.js';
+import type { BenchContext } from './scenario.js';
+
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+/** Registers a child so it is SIGKILLed if the bench exits without stopping it. */
+export function track(child: ChildProcess): void {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+}
+
+/** Resolves once `child` exited; SIGTERM first, SIGKILL after `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Polls `probe` every 50 ms until it returns true; throws naming `what` after `timeoutMs`. */
+export async function waitUntil(probe: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (await probe()) return;
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** True when `GET url` answers `status` (connection errors count as false). */
+export async function answers(url: string, status = 200): Promise<boolean> {
+  try {
+    return (await simRequest(url, { timeoutMs: 2_000 })).status === status;
+  } catch {
+    return false;
+  }
+}
+
+/** Resident set size (MiB) and open file descriptors of a live process, from /proc. */
+export function procStats(pid: number): { rssMiB: number; fds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+  if (m === null) throw new Error(`/proc/${pid}/status has no VmRSS line`);
+  return { rssMiB: Number(m[1]) / 1024, fds: readdirSync(`/proc/${pid}/fd`).length };
+}
+
+/** Starts `n` simulators named `<prefix><i>` with the same extra flags. */
+export async function startSims(n: number, args: string[], prefix = 'sim'): Promise<SimProcess[]> {
+  const sims: SimProcess[] = [];
+  try {
+    for (let i = 0; i < n; i++) sims.push(await spawnSim({ name: `${prefix}${i}`, args }));
+  } catch (e: unknown) {
+    await stopSims(sims);
+    throw e;
+  }
+  return sims;
+}
+
+/** Stops the given simulators and waits until they exited. */
+export async function stopSims(sims: readonly SimProcess[]): Promise<void> {
+  await Promise.all(sims.map((s) => s.kill()));
+}
+
+/** A router child process. */
+export interface BenchRouter {
+  readonly url: string;
+  readonly pid: number;
+  readonly child: ChildProcess;
+  /** Last 64 KiB of stderr + stdout (warnings only at `--log-level warn`). */
+  output(): string;
+  /** SIGTERM, SIGKILL after 10 s; resolves once it exited. */
+  stop(): Promise<void>;
+}
+
+let routerSeq = 0;
+
+/**
+ * Writes a config with `sims` as static replicas and starts the router on a free loopback port
+ * (`--log-level warn`, so the per-request info line is not written), resolving once `/readyz`
+ * answers 200. Extra `flags` go last (they win). `nodeArgs` go before the entry (e.g. profiling).
+ */
+export async function startRouter(
+  ctx: BenchContext,
+  sims: readonly SimProcess[],
+  flags: readonly string[] = [],
+  nodeArgs: readonly string[] = [],
+): Promise<BenchRouter> {
+  const config = { replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) };
+  const file = join(ctx.tmpDir, `router-${++routerSeq}.json`);
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  const port = await freePort();
+  const args = [...nodeArgs, MAIN_ENTRY, '--config', file, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...flags];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(child);
+  let out = '';
+  const keep = (s: Buffer): void => {
+    out = (out + s.toString('utf8')).slice(-64 * 1024);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntil(
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          throw new Error(`router exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${out.slice(-2000)}`);
+        }
+        return answers(`${url}/readyz`);
+      },
+      30_000,
+      `the router on ${url} to answer /readyz 200`,
+    );
+  } catch (e: unknown) {
+    await stopChild(child, 2_000);
+    throw e;
+  }
+  return { url, pid: child.pid ?? -1, child, output: () => out, stop: () => stopChild(child) };
+}

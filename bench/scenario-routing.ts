@@ -1,0 +1,195 @@
+/**
+ * Scenario (e): routing quality. Three simulators with the prefix KV-cache model, the multi-turn
+ * chat workload of chat-workload.ts at a fixed Poisson offered rate, run once per policy
+ * (`affinity`, `round-robin`, `least-outstanding`) with the same seed; fresh simulators (empty
+ * caches, zeroed stats) and a fresh router for every policy.
+ */
+import type { SimProcess } from '../test/support/sim-process.js';
+import { answerText, Conversation, defaultChatWorkload, planChat, sharedPreamble, type ChatWorkloadSpec } from './chat-workload.js';
+import { loadAgent, post } from './open-loop.js';
+import { startRouter, startSims, stopSims } from './processes.js';
+import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
+import { fmt, round, roundSummary, summarize, type Summary } from './stats.js';
+import { CHAT_PATH } from './workload.js';
+
+/** The routing policies compared (the router's `--routing-policy`). */
+export const POLICIES = ['affinity', 'round-robin', 'least-outstanding'] as const;
+
+/** Simulator flags of scenario (e): KV model sized so 3 replicas hold the working set, 1 does not. */
+export const ROUTING_SIM_ARGS = ['--prefill-ms-per-token', '0.5', '--ttft-base-ms', '5', '--itl-ms', '5', '--block-size', '16', '--kv-blocks', '1200', '--max-running', '8'];
+const REPLICAS = 3;
+
+/** One policy's numbers. */
+export interface PolicyRow {
+  policy: string;
+  sent: number;
+  ok: number;
+  failed: number;
+  /** Turns that left late because the conversation's previous answer had not arrived yet. */
+  waitedForPrevious: number;
+  completedPerS: number;
+  hitRate: number;
+  promptTokens: number;
+  cachedTokens: number;
+  /** Simulator-side TTFT (queue + base + uncached prefill), count-weighted over replicas. */
+  simTtftMeanMs: number;
+  /** Largest per-replica p99 (an upper bound of the fleet p99). */
+  simTtftP99Ms: number;
+  client: Summary;
+  perReplica: Record<string, number>;
+}
+
+async function drive(ctx: BenchContext, base: string, spec: ChatWorkloadSpec): Promise<Omit<PolicyRow, 'policy' | 'hitRate' | 'promptTokens' | 'cachedTokens' | 'simTtftMeanMs' | 'simTtftP99Ms' | 'perReplica'>> {
+  const { turns } = planChat(spec);
+  const preamble = sharedPreamble(spec);
+  const conversations = new Map<number, Conversation>();
+  const agent = loadAgent();
+  const url = new URL(CHAT_PATH, base);
+  const latencies: number[] = [];
+  let ok = 0;
+  let failed = 0;
+  let waited = 0;
+  let lastEnd = 0;
+  const t0 = performance.now() + 50;
+  const fire = (i: number): void => {
+    const p = turns[i];
+    if (p === undefined) return;
+    let conv = conversations.get(p.session);
+    if (conv === undefined) {
+      conv = new Conversation(spec, p.session, preamble);
+      conversations.set(p.session, conv);
+    }
+    const c = conv;
+    const due = t0 + p.atMs;
+    c.last = c.last.then(async () => {
+      if (performance.now() - due > 1) waited++;
+      try {
+        const r = await post(agent, url, c.nextBody(p.turn));
+        lastEnd = Math.max(lastEnd, r.endAt);
+        if (r.status === 200) {
+          ok++;
+          latencies.push(r.endAt - r.startAt);
+          c.answered(answerText(r.body));
+        } else {
+          failed++;
+          c.answered('');
+        }
+      } catch {
+        failed++;
+        c.answered('');
+      }
+    });
+  };
+  await new Promise<void>((done) => {
+    let next = 0;
+    const tick = (): void => {
+      while (next < turns.length && t0 + (turns[next]?.atMs ?? 0) <= performance.now()) fire(next++);
+      if (next >= turns.length) return done();
+      setTimeout(tick, Math.max(0, t0 + (turns[next]?.atMs ?? 0) - performance.now()));
+    };
+    setTimeout(tick, 50);
+  });
+  await Promise.all([...conversations.values()].map((c) => c.last));
+  agent.destroy();
+  return { sent: turns.length, ok, failed, waitedForPrevious: waited, completedPerS: lastEnd > t0 ? ok / ((lastEnd - t0) / 1000) : 0, client: summarize(latencies) };
+}
+
+async function runPolicy(ctx: BenchContext, policy: string, spec: ChatWorkloadSpec): Promise<PolicyRow> {
+  const sims: SimProcess[] = await startSims(REPLICAS, ROUTING_SIM_ARGS, 'e');
+  try {
+    const router = await startRouter(ctx, sims, ['--routing-policy', policy]);
+    let driven: Awaited<ReturnType<typeof drive>>;
+    try {
+      ctx.log(`e: ${policy}: ${spec.durationS}s of multi-turn chat at ${spec.rate} req/s (Poisson)`);
+      driven = await drive(ctx, router.url, spec);
+    } finally {
+      await router.stop();
+    }
+    const stats = await Promise.all(sims.map((s) => s.stats()));
+    const prompt = stats.reduce((a, s) => a + s.cache.prompt_tokens, 0);
+    const cached = stats.reduce((a, s) => a + s.cache.cached_tokens, 0);
+    const count = stats.reduce((a, s) => a + s.ttft_ms.count, 0);
+    const ttftSum = stats.reduce((a, s) => a + s.ttft_ms.mean * s.ttft_ms.count, 0);
+    return {
+      policy,
+      ...driven,
+      hitRate: prompt === 0 ? 0 : cached / prompt,
+      promptTokens: prompt,
+      cachedTokens: cached,
+      simTtftMeanMs: count === 0 ? NaN : ttftSum / count,
+      simTtftP99Ms: Math.max(...stats.map((s) => s.ttft_ms.p99)),
+      perReplica: Object.fromEntries(stats.map((s) => [s.name, s.requests])),
+    };
+  } finally {
+    await stopSims(sims);
+  }
+}
+
+async function run(ctx: BenchContext): Promise<ScenarioResult> {
+  const { plan } = ctx.options;
+  const spec = defaultChatWorkload(plan.routingRate, plan.routingS);
+  const rows: PolicyRow[] = [];
+  for (const policy of POLICIES) rows.push(await runPolicy(ctx, policy, spec));
+  const by = (p: string): PolicyRow | undefined => rows.find((r) => r.policy === p);
+  const aff = by('affinity');
+  const rr = by('round-robin');
+  const lo = by('least-outstanding');
+  const hitRatio = aff && rr ? (rr.hitRate === 0 ? Infinity : aff.hitRate / rr.hitRate) : NaN;
+  const lowerTtft = aff && rr && lo ? aff.simTtftMeanMs < rr.simTtftMeanMs && aff.simTtftMeanMs < lo.simTtftMeanMs : null;
+  const { sessions, turns } = planChat(spec);
+  const final = 1 + spec.preambleWords + spec.systemWords + spec.turns * (1 + spec.userWords) + (spec.turns - 1) * (1 + spec.answerTokens);
+  const notes = [
+    `Workload (seed ${spec.seed}, identical for every policy): ${turns.length} requests over ${sessions} sessions, Poisson arrivals at ${spec.rate} req/s for ${spec.durationS} s, ${spec.activeSessions} conversations in progress at a time, ${spec.turns} turns each; prompt = a ${spec.preambleWords}-word preamble shared by all sessions + a ${spec.systemWords}-word system prompt per session + the history + a ${spec.userWords}-word user message; answers are ${spec.answerTokens} tokens, appended to the history as returned. Non-streaming; session id in the body.`,
+    `Simulators (${REPLICAS}, restarted for every policy so caches and stats start empty): \`${ROUTING_SIM_ARGS.join(' ')}\`. A conversation's last prompt is ~${final} tokens (~${Math.ceil(final / 16)} blocks); ${spec.activeSessions} live conversations need ~${spec.activeSessions * Math.ceil(final / 32)}–${spec.activeSessions * Math.ceil(final / 16)} blocks: more than one replica's 1200, less than three replicas' 3600.`,
+    'Hit rate = Σ cached_tokens / Σ prompt_tokens over the simulators (`/__sim/stats`). Simulator TTFT = queue wait behind --max-running + base + 0.5 ms per uncached token; mean is exact (count-weighted), p99 is the largest per-replica p99. Client latency = whole non-streaming exchange (TTFT + 23 × 5 ms generation + network).',
+  ];
+  return {
+    id: 'e-routing',
+    title: 'Routing quality: affinity vs round-robin vs least-outstanding',
+    tables: [
+      {
+        title: `(e) Multi-turn chat, ${spec.rate} req/s offered, ${REPLICAS} KV-cache simulators`,
+        columns: ['policy', 'sent', 'ok', 'failed', 'done req/s', 'hit rate', 'sim TTFT mean ms', 'sim TTFT p99 ms', 'client mean ms', 'client p99 ms', 'requests per replica'],
+        rows: rows.map((r) => [
+          r.policy,
+          String(r.sent),
+          String(r.ok),
+          String(r.failed),
+          fmt(r.completedPerS, 1),
+          fmt(r.hitRate, 3),
+          fmt(r.simTtftMeanMs, 1),
+          fmt(r.simTtftP99Ms, 1),
+          fmt(r.client.mean, 1),
+          fmt(r.client.p99, 1),
+          Object.entries(r.perReplica).map(([k, v]) => `${k}:${v}`).join(' '),
+        ]),
+      },
+    ],
+    targets: [
+      { target: '(e) affinity hit rate ≥ 1.5× round-robin', measured: `${fmt(hitRatio, 2)}× (${fmt(aff?.hitRate, 3)} vs ${fmt(rr?.hitRate, 3)})`, pass: Number.isNaN(hitRatio) ? null : hitRatio >= 1.5 },
+      {
+        target: '(e) affinity mean TTFT lower than round-robin and least-outstanding',
+        measured: `${fmt(aff?.simTtftMeanMs, 1)} ms vs ${fmt(rr?.simTtftMeanMs, 1)} / ${fmt(lo?.simTtftMeanMs, 1)} ms`,
+        pass: lowerTtft,
+      },
+    ],
+    charts: [
+      { file: 'e-hit-rate', title: '(e) KV-cache hit rate by policy', unit: 'cached / prompt tokens', categories: rows.map((r) => r.policy), series: [{ name: 'hit rate', values: rows.map((r) => r.hitRate) }] },
+      {
+        file: 'e-ttft',
+        title: '(e) Simulator TTFT by policy',
+        unit: 'ms',
+        categories: rows.map((r) => r.policy),
+        series: [
+          { name: 'mean', values: rows.map((r) => r.simTtftMeanMs) },
+          { name: 'p99', values: rows.map((r) => r.simTtftP99Ms) },
+        ],
+      },
+    ],
+    notes,
+    data: { spec, simArgs: ROUTING_SIM_ARGS, sessions, requests: turns.length, rows: rows.map((r) => ({ ...r, hitRate: round(r.hitRate, 4), client: roundSummary(r.client) })) },
+  };
+}
+
+/** Scenario (e). */
+export const routingScenario: Scenario = { key: 'e', id: 'e-routing', title: 'Routing quality', run };

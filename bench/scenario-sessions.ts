@@ -1,0 +1,102 @@
+/**
+ * Scenario (d): the session directory at 1,000,000 sessions. The directory itself is measured in
+ * a child process (`--expose-gc`, so the RSS growth is clean); the router's own idle RSS is read
+ * from a real router process, and the two are added for the router-with-1M-sessions estimate.
+ */
+import { spawn } from 'node:child_process';
+import { SESSION_CHILD } from './bench-options.js';
+import { procStats, startRouter, startSims, stopSims } from './processes.js';
+import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
+import type { SessionChildReport } from './session-child.js';
+import { fmt, round } from './stats.js';
+
+const MB_PER_MIB = 1.048576;
+
+function isReport(v: unknown): v is SessionChildReport {
+  if (typeof v !== 'object' || v === null) return false;
+  const r = v as Record<string, unknown>;
+  return ['sessions', 'lookups', 'rssGrowthMiB', 'lookupTouchNsPerOp', 'insertNsPerOp', 'bytesPerSession'].every((k) => typeof r[k] === 'number');
+}
+
+/** Runs the directory child and parses its report line. */
+export function runSessionChild(sessions: number, lookups: number): Promise<SessionChildReport> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', SESSION_CHILD, String(sessions), String(lookups)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        parsed = undefined;
+      }
+      if (code === 0 && isReport(parsed)) resolve(parsed);
+      else reject(new Error(`session child exited ${code} without a report: ${err.slice(-2000) || out.slice(-2000)}`));
+    });
+  });
+}
+
+async function routerIdleRss(ctx: BenchContext): Promise<number> {
+  const sims = await startSims(1, [], 'd');
+  try {
+    const router = await startRouter(ctx, sims, ['--max-sessions', '1000000']);
+    try {
+      return procStats(router.pid).rssMiB;
+    } finally {
+      await router.stop();
+    }
+  } finally {
+    await stopSims(sims);
+  }
+}
+
+async function run(ctx: BenchContext): Promise<ScenarioResult> {
+  const n = ctx.options.plan.sessions;
+  ctx.log(`d: filling a SessionDirectory with ${n} sessions in a child process`);
+  const r = await runSessionChild(n, n);
+  const idle = await routerIdleRss(ctx);
+  const estimate = idle + r.rssGrowthMiB;
+  const notes = [
+    `The directory is the router's own \`SessionDirectory\` (src/modules/affinity/session-directory.ts), filled in a child process run with --expose-gc: ${n} distinct 32-hex ids pinned round-robin over 4 targets, RSS read after two full GCs before and after. Lookup+touch = \`lookup(id, now)\` then \`pin(id, target, now)\` with \`now = performance.now()\` per operation (what RoutingService does per request), for ${r.lookups} random existing sessions; each operation gets its id as a fresh string made just before (unhashed and hot in the cache, as one just parsed from a request), and the cost of making ids alone (${fmt(r.idNsPerOp, 0)} ns/op) is subtracted. 100,000-operation warm-up, then three timed passes: the best is the target number (the machine is shared), the median is shown beside it. At 1M sessions nearly every touch misses the CPU caches (the directory spans tens of MB), so this measures memory latency as much as code. "bare Map" = the same ids through a plain Map doing only what a move-to-back LRU touch must (get, delete, set): the floor for any Map-based directory that re-orders on every touch; "bare Map get" = get + field update only, what a lazy LRU (re-order only entries older than, say, 1 s) would mostly do.`,
+    `Router RSS with ${n} sessions is estimated as the idle router's RSS (a real router process, --max-sessions 1000000) plus the directory's growth; driving ${n} sessions through the HTTP path would take longer than the whole bench. The router's default --max-sessions is 100000: an operator needs --max-sessions 1000000 to keep a million.`,
+  ];
+  return {
+    id: 'd-sessions',
+    title: 'Session directory at 1,000,000 sessions',
+    tables: [
+      {
+        title: `(d) SessionDirectory with ${n} sessions`,
+        columns: ['sessions', 'RSS growth MiB', 'heap growth MiB', 'bytes/session', 'insert ns/op', 'lookup+touch ns/op (best of 3)', 'median of 3', 'bare Map get+delete+set ns/op', 'bare Map get ns/op', 'router idle RSS MiB', 'router + 1M est. MiB'],
+        rows: [[String(r.sessions), fmt(r.rssGrowthMiB, 1), fmt(r.heapGrowthMiB, 1), fmt(r.bytesPerSession, 0), fmt(r.insertNsPerOp, 0), fmt(r.lookupTouchNsPerOp, 0), fmt(r.lookupTouchMedianNsPerOp, 0), fmt(r.bareMapTouchNsPerOp, 0), fmt(r.bareMapGetNsPerOp, 0), fmt(idle, 1), fmt(estimate, 1)]],
+      },
+    ],
+    targets: [
+      {
+        target: `(d) ${n} sessions in < 300 MB router RSS`,
+        measured: `${fmt(estimate * MB_PER_MIB, 0)} MB (idle ${fmt(idle * MB_PER_MIB, 0)} MB + directory ${fmt(r.rssGrowthMiB * MB_PER_MIB, 0)} MB)`,
+        pass: estimate * MB_PER_MIB < 300,
+      },
+      { target: '(d) lookup+touch ≤ 2 µs', measured: `${fmt(r.lookupTouchNsPerOp / 1000, 3)} µs`, pass: r.lookupTouchNsPerOp <= 2000 },
+    ],
+    charts: [
+      {
+        file: 'd-sessions-rss',
+        title: `(d) Router RSS with ${n} sessions (estimate)`,
+        unit: 'MiB',
+        categories: ['idle router', 'directory growth', 'router + sessions'],
+        series: [{ name: 'RSS', values: [idle, r.rssGrowthMiB, estimate] }],
+        line: { value: 300 / MB_PER_MIB, label: '300 MB target' },
+      },
+    ],
+    notes,
+    data: { child: r, routerIdleRssMiB: round(idle, 1), routerEstimateMiB: round(estimate, 1) },
+  };
+}
+
+/** Scenario (d). */
+export const sessionsScenario: Scenario = { key: 'd', id: 'd-sessions', title: 'Session directory at 1,000,000 sessions', run };
