@@ -121,7 +121,14 @@ export function writeStateFile(path: string, state: FleetState): void {
   const fd = openSync(tmp, 'w', 0o600);
   try {
     try {
-      writeSync(fd, JSON.stringify(state, null, 2) + '\n');
+      // A nearly full disk accepts part of a write: loop, and fail (keeping the old file) when
+      // the disk takes nothing more.
+      const bytes = Buffer.from(JSON.stringify(state, null, 2) + '\n');
+      for (let off = 0; off < bytes.length; ) {
+        const n = writeSync(fd, bytes, off, bytes.length - off);
+        if (n <= 0) throw new Error(`short write: ${off} of ${bytes.length} bytes written`);
+        off += n;
+      }
       fsyncSync(fd);
     } finally {
       closeSync(fd);

@@ -119,15 +119,12 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     r.outstanding++;
     r.inflight.add(ex);
     ex.counted = true;
+    if (ex.attempts === 1) prepareUpstreamBody(ex);
     void this.proxies[r.endpoint.scheme](ex.req, ex.res, next);
   }
 
   private onProxyReq(proxyReq: ClientRequest, ex: Exchange): void {
     ex.proxyReq = proxyReq;
-    const body = ex.body!;
-    proxyReq.setHeader('x-session-id', ex.session!.id);
-    proxyReq.setHeader('x-request-id', ex.id);
-    if (body.length > 0 || (ex.req.method !== 'GET' && ex.req.method !== 'HEAD')) proxyReq.setHeader('content-length', body.length);
     const socket = proxyReq.socket as Socket | null;
     if (socket !== null && socket.connecting) {
       const t = setTimeout(() => {
@@ -143,7 +140,6 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     } else {
       ex.connected = true;
     }
-    if (body.length > 0) proxyReq.write(body);
     proxyReq.once('finish', () => (ex.upstreamWrittenAt = performance.now()));
   }
 
@@ -193,9 +189,16 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     const r = ex.replica!;
     const refused = !ex.connected && (err.code === undefined || CONNECT_ERRORS.has(err.code) || !ex.proxyRes);
     const staleReuse = ex.connected && ex.proxyReq?.reusedSocket === true && !ex.proxyRes && err.code === 'ECONNRESET';
+    // Only a refusal (or an unreachable host, a TLS failure) proves the replica is not listening;
+    // a connect timeout may be our own burst overflowing its accept queue: one health failure.
+    const provenDown = refused && err.code !== 'ECONNTIMEOUT';
+    const signal = (): void => {
+      if (provenDown) this.health.connectFailed(r, err.message, err.code);
+      else if (refused) this.health.upstreamFailed(r, err.message);
+    };
     if ((refused || staleReuse) && ex.attempts < 2) {
       this.release(ex);
-      if (refused) this.health.connectFailed(r, err.message, err.code);
+      signal();
       const next = this.routing.reroute(ex.session!.id, r) ?? (staleReuse && r.routable ? r : undefined);
       if (next !== undefined) {
         this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
@@ -205,7 +208,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
         return this.dispatch(ex, next, () => undefined);
       }
     } else if (refused) {
-      this.health.connectFailed(r, err.message, err.code);
+      signal();
     }
     if (refused || staleReuse) return this.fail(ex, 'replica_unreachable', 'upstream_error', `replica ${r.name} is unreachable: ${err.message}`);
     if (!ex.res.headersSent) {
@@ -289,4 +292,24 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
       ex.counted = false;
     }
   }
+}
+
+/**
+ * Headers and body of the upstream request, set before http-proxy builds it. http-proxy copies
+ * `req.headers` and then pipes `req` into the upstream request; the body was already read, so `pipe`
+ * hands over the buffered bytes at once. This holds even when the request waits in the agent's
+ * queue for a socket (its `proxyReq` event then comes after the request was ended).
+ */
+function prepareUpstreamBody(ex: Exchange): void {
+  const body = ex.body!;
+  const h = ex.req.headers;
+  h['x-session-id'] = ex.session!.id;
+  h['x-request-id'] = ex.id;
+  delete h['transfer-encoding'];
+  if (body.length > 0 || (ex.req.method !== 'GET' && ex.req.method !== 'HEAD')) h['content-length'] = String(body.length);
+  else delete h['content-length'];
+  ex.req.pipe = (<T extends NodeJS.WritableStream>(dest: T): T => {
+    dest.end(body);
+    return dest;
+  }) as IncomingMessage['pipe'];
 }

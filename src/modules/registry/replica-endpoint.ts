@@ -28,6 +28,8 @@ export interface EndpointOptions {
 
 /** Idle upstream sockets are closed before common engine keep-alive timeouts (uvicorn: 5 s). */
 const FREE_SOCKET_TIMEOUT_MS = 4_000;
+/** Upstream connections per replica (an engine batches far fewer requests than this at once). */
+const MAX_SOCKETS_PER_REPLICA = 384;
 
 export function endpointKey(host: string, port: number | string): string {
   return `${host}:${port}`;
@@ -39,7 +41,9 @@ export function formatUrl(scheme: Scheme, host: string, port: number): string {
 }
 
 export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
-  const base = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 256, scheduling: 'lifo' as const, timeout: FREE_SOCKET_TIMEOUT_MS };
+  // maxSockets: a burst of concurrent requests queues in the agent instead of opening more
+  // connections than a replica's accept backlog (511 by default) takes at once.
+  const base = { keepAlive: true, keepAliveMsecs: 1_000, maxSockets: MAX_SOCKETS_PER_REPLICA, maxFreeSockets: 256, scheduling: 'lifo' as const, timeout: FREE_SOCKET_TIMEOUT_MS };
   const agent =
     o.scheme === 'https'
       ? new https.Agent({
