@@ -12,7 +12,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import ssh2 from 'ssh2';
+import { ed25519KeyPair } from './ssh-keys.js';
 
 const SSHD = '/usr/sbin/sshd';
 
@@ -62,8 +62,8 @@ function accepts(port: number): Promise<boolean> {
 export async function startRealSshd(): Promise<RealSshd | null> {
   if (realSshdUnavailableReason() !== null) return null;
   const dir = await mkdtemp(join(tmpdir(), 'real-sshd-'));
-  const hostPair = ssh2.utils.generateKeyPairSync('ed25519');
-  const clientPair = ssh2.utils.generateKeyPairSync('ed25519');
+  const hostPair = ed25519KeyPair();
+  const clientPair = ed25519KeyPair();
   const hostKeyFile = join(dir, 'ssh_host_ed25519_key');
   const identityFile = join(dir, 'id_ed25519');
   const authorizedKeys = join(dir, 'authorized_keys');

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, ServerChannel } from 'ssh2';
 
+import { ed25519KeyPair } from './ssh-keys.js';
+
 /** A running test server. */
 export interface TestSshServer {
   readonly port: number;
@@ -63,8 +65,8 @@ export async function startSshServer(opts: TestSshServerOptions = {}): Promise<T
   const acceptUser = opts.acceptUser ?? userInfo().username;
   const listenHost = opts.host ?? '127.0.0.1';
   const dir = await mkdtemp(join(tmpdir(), 'test-sshd-'));
-  const hostPair = ssh2.utils.generateKeyPairSync('ed25519');
-  const clientPair = ssh2.utils.generateKeyPairSync('ed25519');
+  const hostPair = ed25519KeyPair();
+  const clientPair = ed25519KeyPair();
   const hostKey = parse(hostPair.public);
   const clientKey = parse(clientPair.public);
   const identityFile = join(dir, 'id_ed25519');

@@ -6,14 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
-import ssh2 from 'ssh2';
+import { ed25519KeyPair } from '../../../../test/support/ssh-keys.js';
 
 import { checkKnownHosts, fingerprintSha256, hostFieldMatches, keyTypeOfBlob, knownHostsName, readKnownHosts } from './known-hosts.js';
 
 const SSH_KEYGEN = ['/usr/bin/ssh-keygen', '/bin/ssh-keygen'].find((p) => existsSync(p));
 
 function newKey(): { line: string; blob: Buffer } {
-  const pub = ssh2.utils.generateKeyPairSync('ed25519').public; // "ssh-ed25519 AAAA..."
+  const pub = ed25519KeyPair().public; // "ssh-ed25519 AAAA..."
   const [type, b64] = pub.split(' ');
   return { line: `${type} ${b64}`, blob: Buffer.from(b64, 'base64') };
 }

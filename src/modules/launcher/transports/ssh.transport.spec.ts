@@ -6,7 +6,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 
-import ssh2 from 'ssh2';
+import { ed25519KeyPair } from '../../../../test/support/ssh-keys.js';
 
 import { startSshServer, type TestSshServer } from '../../../../test/support/ssh-server.js';
 import type { HostSpec } from '../../../config/router-config.js';
@@ -199,7 +199,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
 
   it('refuses a changed host key', async (t) => {
     const dir = await replicaTempDir(t, 'ssh-transport-');
-    const other = ssh2.utils.generateKeyPairSync('ed25519').public.split(' ').slice(0, 2).join(' ');
+    const other = ed25519KeyPair().public.split(' ').slice(0, 2).join(' ');
     const knownHosts = join(dir, 'known_hosts');
     await writeFile(knownHosts, `[127.0.0.1]:${server.port} ${other}\n`);
     const transport = transportFor(t, hostFor(server, { knownHosts }));
@@ -222,7 +222,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   it('never puts identity file contents into errors', async (t) => {
     const dir = await replicaTempDir(t, 'ssh-transport-');
     const wrongKey = join(dir, 'id_wrong');
-    const pair = ssh2.utils.generateKeyPairSync('ed25519');
+    const pair = ed25519KeyPair();
     await writeFile(wrongKey, pair.private, { mode: 0o600 });
     const garbage = join(dir, 'id_garbage');
     const secret = `SECRET-KEY-MATERIAL-${randomBytes(12).toString('hex')}`;
