@@ -1,7 +1,9 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { freePort, spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
-import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
+import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { RegistryService } from '../../src/modules/registry/registry.service.js';
 
 const chat = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
@@ -12,6 +14,30 @@ const health = async (router: TestRouter) => {
   return { status: r.status, body: JSON.parse(r.body.toString()) as { status: string; replicas: Array<{ name: string; ready: boolean; outstanding: number; routed: number }> } & Record<string, unknown> };
 };
 const ready = async (router: TestRouter, name: string) => (await health(router)).body.replicas.find((r) => r.name === name)?.ready;
+
+/**
+ * A listener whose accept queue is full: a stopped process (SIGSTOP) listening with backlog 1, its
+ * queue filled by a few connections of our own. Further SYNs are dropped, so a connect to it times
+ * out, as to a replica that is alive but starved or flooded.
+ */
+async function fullAcceptQueue(): Promise<{ port: number; close(): void }> {
+  const script = "const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>process.stdout.write(s.address().port+'\\n'))";
+  const child: ChildProcess = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`listener exited with ${code}`)));
+  });
+  child.kill('SIGSTOP');
+  const fillers = Array.from({ length: 4 }, () => net.connect(port, '127.0.0.1').on('error', () => undefined));
+  await waitFor(() => fillers.filter((f) => !f.connecting).length >= 2, 5_000, 'the accept queue to fill');
+  return {
+    port,
+    close: () => {
+      for (const f of fillers) f.destroy();
+      child.kill('SIGKILL');
+    },
+  };
+}
 
 describe('health and failover (SPEC §5)', () => {
   after(stopAllSims);
@@ -36,6 +62,35 @@ describe('health and failover (SPEC §5)', () => {
       assert.equal(router.outstanding('good'), 0);
     } finally {
       await router.close();
+    }
+  });
+
+  it('retries a connect timeout once on another replica and does not demote for it: a full accept queue is overload, not death', async () => {
+    const hole = await fullAcceptQueue();
+    const good = await spawnSim({ name: 'good' });
+    // One active probe at start (it times out: one failure); fall 3 leaves room for two more.
+    const router = await startTestRouter(
+      { replicas: [{ name: 'flooded', host: '127.0.0.1', port: hole.port }, { name: 'good', host: '127.0.0.1', port: good.port }], health: { fall: 3 } },
+      ['--health-interval', '60', '--health-timeout', '0.3', '--connect-timeout', '0.3'],
+      { ROUTER_ADMIN_TOKEN: TEST_TOKEN },
+    );
+    try {
+      for (let i = 0; i < 4; i++) {
+        const id = `flooded-${i}`;
+        assert.equal((await adminCall(router, 'PUT', `/sessions/${id}`, { body: { replica: 'flooded' } })).status, 200);
+        const r = await post(router, { 'x-session-id': id });
+        assert.equal(r.status, 200, `request ${i}`);
+        assert.equal(r.headers['x-router-replica'], 'good');
+        assert.equal(r.headers['x-router-affinity'], 'switch;reason=unhealthy');
+      }
+      // Four connect timeouts, more than fall: a passive signal would have demoted it by now.
+      assert.equal(await ready(router, 'flooded'), true);
+      assert.equal(router.logs().some((l) => l['event'] === 'unready'), false);
+      assert.equal(router.outstanding('flooded'), 0);
+      assert.equal(router.outstanding('good'), 0);
+    } finally {
+      await router.close();
+      hole.close();
     }
   });
 

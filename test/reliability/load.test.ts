@@ -31,7 +31,7 @@ describe('load: 2,000 connections (issue 7 §11)', () => {
     const summary = JSON.stringify({ ...result, failures: result.failures.slice(0, 5) });
     t.diagnostic(`load: ${summary}`);
     // A connect timeout from the router's own connection burst must never demote a live replica
-    // (fixed: connections per replica are capped and a timeout counts as one health failure).
+    // (fixed: connections per replica are capped, and a connect timeout is no health signal).
     const demotions = readFileSync(router.logFile, 'utf8').split('\n').filter((l) => l.includes('"event":"unready"') && /connect failed/.test(l));
     assert.deepEqual(demotions, [], 'live replicas demoted on connect failures during the load');
     // accounting holds whatever happened

@@ -189,12 +189,13 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     const r = ex.replica!;
     const refused = !ex.connected && (err.code === undefined || CONNECT_ERRORS.has(err.code) || !ex.proxyRes);
     const staleReuse = ex.connected && ex.proxyReq?.reusedSocket === true && !ex.proxyRes && err.code === 'ECONNRESET';
-    // Only a refusal (or an unreachable host, a TLS failure) proves the replica is not listening;
-    // a connect timeout may be our own burst overflowing its accept queue: one health failure.
-    const provenDown = refused && err.code !== 'ECONNTIMEOUT';
+    // Only a refusal (or an unreachable host, a TLS failure) proves the replica is not listening.
+    // A connect timeout is no health signal at all: a replica whose accept queue is full (a
+    // burst, a starved host) looks exactly like a dead host from here, and demoting it would
+    // push its load onto the others. The request is still retried elsewhere; whether the replica
+    // is alive is left to the active probe, which has its own timeout and fall count.
     const signal = (): void => {
-      if (provenDown) this.health.connectFailed(r, err.message, err.code);
-      else if (refused) this.health.upstreamFailed(r, err.message);
+      if (refused && err.code !== 'ECONNTIMEOUT') this.health.connectFailed(r, err.message, err.code);
     };
     if ((refused || staleReuse) && ex.attempts < 2) {
       this.release(ex);
