@@ -1,7 +1,7 @@
 /**
  * Child process of scenario (d), run as `node --expose-gc session-child.js <sessions> <lookups>`:
  * fills the router's SessionDirectory with distinct 32-hex ids pinned over 4 targets, reports
- * the RSS/heap growth after a full GC, then times lookup + pin (the router's touch) over random
+ * the RSS/heap growth after a full GC, then times `touch` (lookup + mark used, what routing does per request) over random
  * existing ids, and the same touch on a bare Map. Prints one JSON line on stdout.
  */
 import { SessionDirectory, type PinTarget } from '../src/modules/affinity/session-directory.js';
@@ -83,9 +83,8 @@ function main(): void {
   // alone and subtracted, so the result is the directory's share only.
   type Op = (id: string, now: number) => void;
   const touch: Op = (id, now) => {
-    const l = dir.lookup(id, now);
+    const l = dir.touch(id, now);
     if (l.status !== 'live') throw new Error(`session ${id} is ${l.status}, expected live`);
-    dir.pin(id, l.target, now);
   };
   let sink = 0;
   const idOnly: Op = (id, now) => {

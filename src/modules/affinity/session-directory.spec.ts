@@ -142,10 +142,11 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
     assert.equal(d.size, 2);
   });
 
-  it('property: same answers for any sequence of pins, lookups, unpins, releases and sweeps', () => {
+  it('property: same answers for any sequence of pins, lookups, touches, unpins, releases and sweeps', () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('pin' as const), id: fc.nat(12), target: fc.nat(2), dt: fc.nat(30) }),
       fc.record({ kind: fc.constant('lookup' as const), id: fc.nat(12), dt: fc.nat(30) }),
+      fc.record({ kind: fc.constant('touch' as const), id: fc.nat(12), dt: fc.nat(30) }),
       fc.record({ kind: fc.constant('unpin' as const), id: fc.nat(12), dt: fc.nat(5) }),
       fc.record({ kind: fc.constant('release' as const), target: fc.nat(2), dt: fc.nat(5) }),
       fc.record({ kind: fc.constant('sweep' as const), dt: fc.nat(30) }),
@@ -168,6 +169,14 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
             const l = d.lookup(`s${o.id}`, now);
             const got = l.status === 'live' ? `live:${l.target.name}` : l.status;
             assert.equal(norm(got), norm(m.status(`s${o.id}`, now)));
+          } else if (o.kind === 'touch') {
+            // lookup, and a live pin is used now (the model: re-pin to the same target)
+            const norm = (x: string) => (x === 'released' ? 'none' : x);
+            const l = d.touch(`s${o.id}`, now);
+            const got = l.status === 'live' ? `live:${l.target.name}` : l.status;
+            const want = m.status(`s${o.id}`, now);
+            assert.equal(norm(got), norm(want));
+            if (want.startsWith('live:')) m.pin(`s${o.id}`, modelTargets.find((t) => `live:${t.name}` === want)!, now);
           } else if (o.kind === 'unpin') {
             d.unpin(`s${o.id}`, now);
             m.unpin(`s${o.id}`);

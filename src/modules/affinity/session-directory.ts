@@ -4,7 +4,7 @@
  * Layout (1,000,000 sessions in ~130 bytes each): a `Map<string, slot>` whose values are small
  * integers, and the per-session fields in typed arrays indexed by slot — no object per session.
  * Recency is an intrusive doubly linked list over the slots (`prev`/`next` arrays): a touch moves the
- * slot to the tail with a few array writes, so lookup + touch costs one hash lookup. The head is the
+ * slot to the tail with a few array writes, so `touch` (lookup + mark used) costs one hash lookup. The head is the
  * exact least recently used entry, and, since TTL is idle time, the first to expire: eviction and
  * sweeping only ever look at the head. O(1) per operation.
  *
@@ -85,6 +85,22 @@ export class SessionDirectory<T extends PinTarget> {
     if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
     const lastUsed = this.lastUsedOf[s]!;
     if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
+    return { status: 'live', target, lastUsed };
+  }
+
+  /**
+   * `lookup` and, when the pin is live, mark it used now: what routing does on every request that
+   * keeps its replica, with one hash lookup instead of two (lookup then pin).
+   */
+  touch(id: string, now: number): PinLookup<T> {
+    const s = this.map.get(id);
+    if (s === undefined) return NONE;
+    const target = this.targets[this.targetOf[s]!]!;
+    if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
+    const lastUsed = this.lastUsedOf[s]!;
+    if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
+    this.lastUsedOf[s] = now;
+    this.moveToTail(s);
     return { status: 'live', target, lastUsed };
   }
 

@@ -57,13 +57,19 @@ export class RoutingService {
   private decideAndApply(sessionId: string): Decision<Replica> {
     const now = this.affinity.clock.now();
     if (this.policy !== 'affinity') return this.baseline(sessionId, now);
-    const pin = toPinState(this.affinity.directory.lookup(sessionId, now));
+    // A live pin is marked used here; a decision to retain it then needs no second write.
+    const pin = toPinState(this.affinity.directory.touch(sessionId, now));
     const d = decide(this.registry.list, this.registry.counter, pin, this.slack);
     if (d.kind === 'none') {
       this.registry.rejected++;
       return d;
     }
-    this.apply(sessionId, d.replica, d.kind === 'retain', now);
+    if (d.kind === 'retain') {
+      d.replica.routed++;
+      this.registry.affinityHits++;
+    } else {
+      this.apply(sessionId, d.replica, false, now);
+    }
     return d;
   }
 
