@@ -83,6 +83,22 @@ describe('SessionDirectory', () => {
     assert.equal(d.size, 2);
   });
 
+  it('tracks when a pin was agreed with the shared store, per slot, across growth and slot reuse', () => {
+    const d = new SessionDirectory<PinTarget>(60_000, 5_000);
+    const r = target('r0');
+    d.pin('a', r, 0);
+    assert.equal(d.syncAge('a', 10), Infinity, 'never synced');
+    d.markSynced('a', 10);
+    assert.equal(d.syncAge('a', 25), 15);
+    for (let i = 0; i < 3_000; i++) d.pin(`s${i}`, r, 20); // grows the arrays past their first size
+    assert.equal(d.syncAge('a', 30), 20, 'kept across growth');
+    assert.equal(d.syncAge('s2999', 30), Infinity);
+    d.unpin('a', 40);
+    d.pin('b', r, 41); // reuses the freed slot of 'a'
+    assert.equal(d.syncAge('b', 50), Infinity, 'a reused slot starts unsynced');
+    assert.equal(d.syncAge('missing', 50), Infinity);
+  });
+
   it('refuses a non-positive ttl or cap', () => {
     assert.throws(() => new SessionDirectory<PinTarget>(0, 1), /ttl/);
     assert.throws(() => new SessionDirectory<PinTarget>(1, 0), /max sessions/);

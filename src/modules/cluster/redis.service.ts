@@ -1,5 +1,7 @@
+import { createRequire } from 'node:module';
+
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
@@ -27,7 +29,9 @@ export class RedisService implements OnApplicationShutdown {
     this.prefix = config.redisPrefix;
     if (config.redisUrl === undefined) return;
     this.lifecycle.degraded.set('redis', 'connecting');
-    this.client = new Redis(config.redisUrl, {
+    // Loaded only when asked for: a router without --redis-url does not carry the client (memory).
+    const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+    this.client = new RedisClient(config.redisUrl, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: REDIS_COMMAND_TIMEOUT_MS,

@@ -5,10 +5,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { homedir, userInfo } from 'node:os';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import ssh2 from 'ssh2';
 import type { Client } from 'ssh2';
 
 import type { HostSpec } from '../../../config/router-config.js';
@@ -32,6 +32,15 @@ import {
 } from '../remote-command.js';
 import { checkHostKey } from './known-hosts.js';
 import { SshExecutor, type ExecResult } from './ssh-exec.js';
+
+type Ssh2 = typeof import('ssh2');
+let ssh2Module: Ssh2 | undefined;
+
+/** The ssh2 library, loaded on first use: a router without ssh hosts does not carry it (~15 MB). */
+function ssh2(): Ssh2 {
+  ssh2Module ??= createRequire(import.meta.url)('ssh2') as Ssh2;
+  return ssh2Module;
+}
 
 /** Tuning knobs; all optional. */
 export interface SshTransportOptions {
@@ -205,7 +214,7 @@ export class SshTransport implements LauncherTransport {
   private async connect(): Promise<Client> {
     const identity = await this.readIdentity();
     return new Promise<Client>((resolve, reject) => {
-      const client = new ssh2.Client();
+      const client = new (ssh2().Client)();
       this.current = client; // so close() also ends a connection still in its handshake
       let ready = false;
       let hostKeyError: LaunchError | null = null;
@@ -280,7 +289,7 @@ export class SshTransport implements LauncherTransport {
         if (explicit === undefined && code === 'ENOENT') continue;
         throw new LaunchError('ssh_connect_failed', `cannot read identity_file ${path} for ${this.where}: ${code}`);
       }
-      const parsed = ssh2.utils.parseKey(key);
+      const parsed = ssh2().utils.parseKey(key);
       if (parsed instanceof Error) {
         const why = /passphrase|encrypt/i.test(parsed.message)
           ? 'it is passphrase-protected (not supported: use an unencrypted key readable only by the router user)'
