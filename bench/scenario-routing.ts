@@ -2,12 +2,14 @@
  * Scenario (e): routing quality. Three simulators with the prefix KV-cache model, the multi-turn
  * chat workload of chat-workload.ts at a fixed Poisson offered rate, run once per policy
  * (`affinity`, `round-robin`, `least-outstanding`) with the same seed; fresh simulators (empty
- * caches, zeroed stats) and a fresh router for every policy.
+ * caches, zeroed stats) and a fresh router for every policy. Then the affinity run again through
+ * two routers sharing sessions through Redis (scenario-routing-shared.ts, issue 8).
  */
 import type { SimProcess } from '../test/support/sim-process.js';
 import { answerText, Conversation, defaultChatWorkload, planChat, sharedPreamble, type ChatWorkloadSpec } from './chat-workload.js';
 import { loadAgent, post } from './open-loop.js';
 import { startRouter, startSims, stopSims } from './processes.js';
+import { routerSet, SHARED_ROW, sharedNote, sharedTarget, startBenchRedis, startSharedRouters, type RouterSet, type SharedMissing } from './scenario-routing-shared.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
 import { fmt, round, roundSummary, summarize, type Summary } from './stats.js';
 import { CHAT_PATH } from './workload.js';
@@ -37,14 +39,24 @@ export interface PolicyRow {
   simTtftP99Ms: number;
   client: Summary;
   perReplica: Record<string, number>;
+  /** Conversations the simulators saw (by `x-session-id`) on more than one replica. */
+  splitSessions: number;
+  /** The routers' routing decisions (`affinity_router_requests_total` by decision;reason), summed. */
+  decisions: Record<string, number>;
+  /** Requests each router counted (one entry per router). */
+  perRouter: number[];
 }
 
-async function drive(ctx: BenchContext, base: string, spec: ChatWorkloadSpec): Promise<Omit<PolicyRow, 'policy' | 'hitRate' | 'promptTokens' | 'cachedTokens' | 'simTtftMeanMs' | 'simTtftP99Ms' | 'perReplica'>> {
+type Driven = Pick<PolicyRow, 'sent' | 'ok' | 'failed' | 'waitedForPrevious' | 'completedPerS' | 'client'>;
+
+/** Plays the workload; turn k of a conversation goes to `bases[k % bases.length]`. */
+async function drive(bases: readonly string[], spec: ChatWorkloadSpec): Promise<Driven> {
   const { turns } = planChat(spec);
   const preamble = sharedPreamble(spec);
   const conversations = new Map<number, Conversation>();
   const agent = loadAgent();
-  const url = new URL(CHAT_PATH, base);
+  const urls = bases.map((b) => new URL(CHAT_PATH, b));
+  if (urls.length === 0) throw new Error('scenario e: drive() needs at least one router URL');
   const latencies: number[] = [];
   let ok = 0;
   let failed = 0;
@@ -53,7 +65,8 @@ async function drive(ctx: BenchContext, base: string, spec: ChatWorkloadSpec): P
   const t0 = performance.now() + 50;
   const fire = (i: number): void => {
     const p = turns[i];
-    if (p === undefined) return;
+    const url = p === undefined ? undefined : urls[p.turn % urls.length];
+    if (p === undefined || url === undefined) return;
     let conv = conversations.get(p.session);
     if (conv === undefined) {
       conv = new Conversation(spec, p.session, preamble);
@@ -94,16 +107,26 @@ async function drive(ctx: BenchContext, base: string, spec: ChatWorkloadSpec): P
   return { sent: turns.length, ok, failed, waitedForPrevious: waited, completedPerS: lastEnd > t0 ? ok / ((lastEnd - t0) / 1000) : 0, client: summarize(latencies) };
 }
 
-async function runPolicy(ctx: BenchContext, policy: string, spec: ChatWorkloadSpec): Promise<PolicyRow> {
+/** Conversations seen on more than one replica, from the simulators' `by_session` counts. */
+function splitSessions(stats: ReadonlyArray<{ by_session: Record<string, number> }>): number {
+  const where = new Map<string, number>();
+  for (const s of stats) for (const [id, n] of Object.entries(s.by_session)) if (n > 0) where.set(id, (where.get(id) ?? 0) + 1);
+  return [...where.values()].filter((replicas) => replicas > 1).length;
+}
+
+/** One row: fresh simulators, the routers `start` returns, the workload, then the simulators' stats. */
+async function runRow(ctx: BenchContext, policy: string, spec: ChatWorkloadSpec, start: (sims: readonly SimProcess[]) => Promise<RouterSet>): Promise<PolicyRow> {
   const sims: SimProcess[] = await startSims(REPLICAS, ROUTING_SIM_ARGS, 'e');
   try {
-    const router = await startRouter(ctx, sims, ['--routing-policy', policy]);
-    let driven: Awaited<ReturnType<typeof drive>>;
+    const routers = await start(sims);
+    let driven: Driven;
+    let decisions: Awaited<ReturnType<RouterSet['decisions']>>;
     try {
       ctx.log(`e: ${policy}: ${spec.durationS}s of multi-turn chat at ${spec.rate} req/s (Poisson)`);
-      driven = await drive(ctx, router.url, spec);
+      driven = await drive(routers.urls, spec);
+      decisions = await routers.decisions();
     } finally {
-      await router.stop();
+      await routers.stop();
     }
     const stats = await Promise.all(sims.map((s) => s.stats()));
     const prompt = stats.reduce((a, s) => a + s.cache.prompt_tokens, 0);
@@ -119,9 +142,30 @@ async function runPolicy(ctx: BenchContext, policy: string, spec: ChatWorkloadSp
       simTtftMeanMs: count === 0 ? NaN : ttftSum / count,
       simTtftP99Ms: Math.max(...stats.map((s) => s.ttft_ms.p99)),
       perReplica: Object.fromEntries(stats.map((s) => [s.name, s.requests])),
+      splitSessions: splitSessions(stats),
+      decisions: decisions.total,
+      perRouter: decisions.perRouter,
     };
   } finally {
     await stopSims(sims);
+  }
+}
+
+/**
+ * The two-router row, or why there is none: redis-server not installed (skipped), or the row crashed
+ * (reported as a failed target rather than losing the three single-router rows).
+ */
+async function runSharedRow(ctx: BenchContext, spec: ChatWorkloadSpec): Promise<PolicyRow | SharedMissing> {
+  try {
+    const redis = await startBenchRedis();
+    if (redis === null) return { reason: 'redis-server is not installed (looked in /usr/bin and /usr/local/bin)', crashed: false };
+    try {
+      return await runRow(ctx, SHARED_ROW, spec, (sims) => startSharedRouters(ctx, sims, redis));
+    } finally {
+      await redis.stop();
+    }
+  } catch (e: unknown) {
+    return { reason: `crashed: ${e instanceof Error ? e.message : String(e)}`.slice(0, 600), crashed: true };
   }
 }
 
@@ -129,11 +173,16 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const { plan } = ctx.options;
   const spec = defaultChatWorkload(plan.routingRate, plan.routingS);
   const rows: PolicyRow[] = [];
-  for (const policy of POLICIES) rows.push(await runPolicy(ctx, policy, spec));
+  for (const policy of POLICIES) rows.push(await runRow(ctx, policy, spec, async (sims) => routerSet([await startRouter(ctx, sims, ['--routing-policy', policy])])));
+  const shared = await runSharedRow(ctx, spec);
+  const missing = 'crashed' in shared ? shared : null;
+  if ('crashed' in shared) ctx.log(`e: ${SHARED_ROW}: no row, ${shared.reason}`);
+  else rows.push(shared);
   const by = (p: string): PolicyRow | undefined => rows.find((r) => r.policy === p);
   const aff = by('affinity');
   const rr = by('round-robin');
   const lo = by('least-outstanding');
+  const two = by(SHARED_ROW);
   const hitRatio = aff && rr ? (rr.hitRate === 0 ? Infinity : aff.hitRate / rr.hitRate) : NaN;
   const lowerTtft = aff && rr && lo ? aff.simTtftMeanMs < rr.simTtftMeanMs && aff.simTtftMeanMs < lo.simTtftMeanMs : null;
   const { sessions, turns } = planChat(spec);
@@ -141,15 +190,16 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const notes = [
     `Workload (seed ${spec.seed}, identical for every policy): ${turns.length} requests over ${sessions} sessions, Poisson arrivals at ${spec.rate} req/s for ${spec.durationS} s, ${spec.activeSessions} conversations in progress at a time, ${spec.turns} turns each; prompt = a ${spec.preambleWords}-word preamble shared by all sessions + a ${spec.systemWords}-word system prompt per session + the history + a ${spec.userWords}-word user message; answers are ${spec.answerTokens} tokens, appended to the history as returned. Non-streaming; session id in the body.`,
     `Simulators (${REPLICAS}, restarted for every policy so caches and stats start empty): \`${ROUTING_SIM_ARGS.join(' ')}\`. A conversation's last prompt is ~${final} tokens (~${Math.ceil(final / 16)} blocks); ${spec.activeSessions} live conversations need ~${spec.activeSessions * Math.ceil(final / 32)}–${spec.activeSessions * Math.ceil(final / 16)} blocks: more than one replica's 1200, less than three replicas' 3600.`,
+    sharedNote(missing, two?.decisions, two?.perRouter, sessions),
     'Hit rate = Σ cached_tokens / Σ prompt_tokens over the simulators (`/__sim/stats`). Simulator TTFT = queue wait behind --max-running + base + 0.5 ms per uncached token; mean is exact (count-weighted), p99 is the largest per-replica p99. Client latency = whole non-streaming exchange (TTFT + 23 × 5 ms generation + network).',
   ];
   return {
     id: 'e-routing',
-    title: 'Routing quality: affinity vs round-robin vs least-outstanding',
+    title: 'Routing quality: affinity vs round-robin vs least-outstanding; affinity through 2 routers + Redis',
     tables: [
       {
         title: `(e) Multi-turn chat, ${spec.rate} req/s offered, ${REPLICAS} KV-cache simulators`,
-        columns: ['policy', 'sent', 'ok', 'failed', 'done req/s', 'hit rate', 'sim TTFT mean ms', 'sim TTFT p99 ms', 'client mean ms', 'client p99 ms', 'requests per replica'],
+        columns: ['policy', 'sent', 'ok', 'failed', 'done req/s', 'hit rate', 'sim TTFT mean ms', 'sim TTFT p99 ms', 'client mean ms', 'client p99 ms', 'requests per replica', 'sessions on >1 replica'],
         rows: rows.map((r) => [
           r.policy,
           String(r.sent),
@@ -162,6 +212,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
           fmt(r.client.mean, 1),
           fmt(r.client.p99, 1),
           Object.entries(r.perReplica).map(([k, v]) => `${k}:${v}`).join(' '),
+          String(r.splitSessions),
         ]),
       },
     ],
@@ -172,6 +223,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
         measured: `${fmt(aff?.simTtftMeanMs, 1)} ms vs ${fmt(rr?.simTtftMeanMs, 1)} / ${fmt(lo?.simTtftMeanMs, 1)} ms`,
         pass: lowerTtft,
       },
+      sharedTarget(aff?.hitRate, two?.hitRate, missing),
     ],
     charts: [
       { file: 'e-hit-rate', title: '(e) KV-cache hit rate by policy', unit: 'cached / prompt tokens', categories: rows.map((r) => r.policy), series: [{ name: 'hit rate', values: rows.map((r) => r.hitRate) }] },
@@ -187,7 +239,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
       },
     ],
     notes,
-    data: { spec, simArgs: ROUTING_SIM_ARGS, sessions, requests: turns.length, rows: rows.map((r) => ({ ...r, hitRate: round(r.hitRate, 4), client: roundSummary(r.client) })) },
+    data: { spec, simArgs: ROUTING_SIM_ARGS, sharedMissing: missing, sessions, requests: turns.length, rows: rows.map((r) => ({ ...r, hitRate: round(r.hitRate, 4), client: roundSummary(r.client) })) },
   };
 }
 
