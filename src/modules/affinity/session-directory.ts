@@ -83,12 +83,7 @@ export class SessionDirectory<T extends PinTarget> {
 
   lookup(id: string, now: number): PinLookup<T> {
     const s = this.map.get(id);
-    if (s === undefined) return NONE;
-    const target = this.targets[this.targetOf[s]!]!;
-    if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
-    const lastUsed = this.lastUsedOf[s]!;
-    if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
-    return { status: 'live', target, lastUsed };
+    return s === undefined ? NONE : this.statusOf(s, now);
   }
 
   /**
@@ -98,13 +93,12 @@ export class SessionDirectory<T extends PinTarget> {
   touch(id: string, now: number): PinLookup<T> {
     const s = this.map.get(id);
     if (s === undefined) return NONE;
-    const target = this.targets[this.targetOf[s]!]!;
-    if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
-    const lastUsed = this.lastUsedOf[s]!;
-    if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
-    this.lastUsedOf[s] = now;
-    this.moveToTail(s);
-    return { status: 'live', target, lastUsed };
+    const found = this.statusOf(s, now);
+    if (found.status === 'live') {
+      this.lastUsedOf[s] = now;
+      this.moveToTail(s);
+    }
+    return found;
   }
 
   /** Pin (or re-pin) `id` to `target` and mark it used now. */
@@ -236,6 +230,14 @@ export class SessionDirectory<T extends PinTarget> {
     if (this.tail === s) return;
     this.unlink(s);
     this.linkTail(s);
+  }
+
+  private statusOf(s: number, now: number): PinLookup<T> {
+    const target = this.targets[this.targetOf[s]!]!;
+    if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
+    const lastUsed = this.lastUsedOf[s]!;
+    if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
+    return { status: 'live', target, lastUsed };
   }
 
   private isLive(s: number): boolean {

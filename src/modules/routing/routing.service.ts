@@ -68,7 +68,7 @@ export class RoutingService {
       d.replica.routed++;
       this.registry.affinityHits++;
     } else {
-      this.apply(sessionId, d.replica, false, now);
+      this.apply(sessionId, d.replica, now);
     }
     return d;
   }
@@ -90,7 +90,7 @@ export class RoutingService {
       this.registry.rejected++;
       return { kind: 'none' };
     }
-    this.apply(sessionId, r, false, now);
+    this.apply(sessionId, r, now);
     return { kind: 'initialize', replica: r };
   }
 
@@ -98,7 +98,7 @@ export class RoutingService {
   reroute(sessionId: string, failed: Replica): Replica | undefined {
     const r = leastOutstanding(this.registry.list, this.registry.counter, failed);
     if (r !== undefined) {
-      this.apply(sessionId, r, false, this.affinity.clock.now());
+      this.apply(sessionId, r, this.affinity.clock.now());
       this.shared.publish(sessionId, r.name);
     }
     return r;
@@ -123,11 +123,11 @@ export class RoutingService {
     this.affinity.directory.release(r);
   }
 
-  private apply(sessionId: string, r: Replica, hit: boolean, now: number): void {
+  /** A new or moved pin: pinned, counted, and the tiebreak cursor moves past `r`. */
+  private apply(sessionId: string, r: Replica, now: number): void {
     this.affinity.directory.pin(sessionId, r, now);
     r.routed++;
-    if (hit) this.registry.affinityHits++;
-    else if (this.registry.list.length > 0) this.registry.counter = (r.index + 1) % this.registry.list.length;
+    if (this.registry.list.length > 0) this.registry.counter = (r.index + 1) % this.registry.list.length;
   }
 }
 
