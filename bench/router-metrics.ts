@@ -3,26 +3,22 @@
  * `affinity_router_overhead_seconds{phase="request"|"response"}` (SPEC §9): the sums and counts
  * are read before and after a run, and the mean per request is the difference.
  */
+import { parseProm } from '../test/support/prom.js';
 import { simRequest } from '../test/support/sim-process.js';
 
 /** Sum (seconds) and count of each overhead phase at one moment. */
 export type OverheadSnapshot = Record<string, { sum: number; count: number }>;
-
-const SERIES = /^affinity_router_overhead_seconds_(sum|count)\{[^}]*phase="([^"]+)"[^}]*\}\s+(\S+)$/;
 
 /** Reads `GET /metrics`; phases missing from the output are simply absent. */
 export async function overheadSnapshot(routerUrl: string): Promise<OverheadSnapshot> {
   const res = await simRequest(`${routerUrl}/metrics`);
   if (res.status !== 200) throw new Error(`GET ${routerUrl}/metrics answered ${res.status}`);
   const out: OverheadSnapshot = {};
-  for (const line of res.body.toString('utf8').split('\n')) {
-    const m = SERIES.exec(line.trim());
-    if (m === null) continue;
-    const [, kind, phase, value] = m;
-    if (phase === undefined || value === undefined) continue;
-    const entry = (out[phase] ??= { sum: 0, count: 0 });
-    if (kind === 'sum') entry.sum = Number(value);
-    else entry.count = Number(value);
+  for (const { name, labels, value } of parseProm(res.body.toString('utf8')).samples) {
+    const kind = name === 'affinity_router_overhead_seconds_sum' ? 'sum' : name === 'affinity_router_overhead_seconds_count' ? 'count' : undefined;
+    const phase = labels['phase'];
+    if (kind === undefined || phase === undefined) continue;
+    (out[phase] ??= { sum: 0, count: 0 })[kind] = value;
   }
   return out;
 }

@@ -5,6 +5,7 @@
  * the worst case for affinity: no turn finds the pin its own router wrote last). Also: the routers
  * a row drives (one or two), their routing decisions from `/metrics`, and the target check.
  */
+import { parseProm } from '../test/support/prom.js';
 import { simRequest, type SimProcess } from '../test/support/sim-process.js';
 import { startRouter, type BenchRouter } from './processes.js';
 import type { BenchContext, TargetCheck } from './scenario.js';
@@ -25,21 +26,16 @@ export interface RouterSet {
   stop(): Promise<void>;
 }
 
-const REQUESTS = /^affinity_router_requests_total\{([^}]*)\}\s+(\S+)$/;
-const LABEL = /(\w+)="([^"]*)"/g;
-
 /** `affinity_router_requests_total` of one router by decision (+ reason), from `GET /metrics`. */
 async function routerDecisions(url: string): Promise<Record<string, number>> {
   const res = await simRequest(`${url}/metrics`);
   if (res.status !== 200) throw new Error(`GET ${url}/metrics answered ${res.status}`);
   const out: Record<string, number> = {};
-  for (const line of res.body.toString('utf8').split('\n')) {
-    const m = REQUESTS.exec(line.trim());
-    if (m === null) continue;
-    const labels = new Map([...(m[1] ?? '').matchAll(LABEL)].map((x) => [x[1] ?? '', x[2] ?? '']));
-    const reason = labels.get('reason') ?? '';
-    const key = `${labels.get('decision') ?? '?'}${reason === '' ? '' : `;reason=${reason}`}`;
-    out[key] = (out[key] ?? 0) + Number(m[2]);
+  for (const { name, labels, value } of parseProm(res.body.toString('utf8')).samples) {
+    if (name !== 'affinity_router_requests_total') continue;
+    const reason = labels['reason'] ?? '';
+    const key = `${labels['decision'] ?? '?'}${reason === '' ? '' : `;reason=${reason}`}`;
+    out[key] = (out[key] ?? 0) + value;
   }
   return out;
 }
