@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import http from 'node:http';
 import { ValidationPipe, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -11,6 +12,7 @@ import { NestLoggerAdapter } from './common/logging/nest-logger.adapter.js';
 import { ProblemFilter } from './common/errors/problem.filter.js';
 import { LifecycleService } from './modules/lifecycle/lifecycle.service.js';
 import { LeaderService } from './modules/cluster/leader.service.js';
+import { DataPlaneService } from './modules/proxy/data-plane.service.js';
 
 /** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 75_000;
@@ -30,7 +32,17 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
 
 /** Build the Nest application (not listening). Used by main.ts and by the tests. */
 export async function createApp(config: RouterConfig, opts: AppOptions = {}): Promise<NestFastifyApplication> {
+  let dataPlane: DataPlaneService | undefined;
   const adapter = new FastifyAdapter({
+    serverFactory: (fastifyHandler: http.RequestListener, opts: { http?: http.ServerOptions }) => {
+      const server = http.createServer(opts.http ?? {}, (req, res) => {
+        if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) void dataPlane.handle(req, res);
+        else fastifyHandler(req, res);
+      });
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server.requestTimeout = config.bodyTimeoutMs;
+      return server;
+    },
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // Slow clients (slowloris) are cut: headers within --header-timeout, the whole request within
     // --body-timeout. Node enforces both per connection without blocking others.
@@ -43,6 +55,7 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
     bufferLogs: true,
     abortOnError: false,
   });
+  dataPlane = app.get(DataPlaneService);
   const log = app.get<AppLogger>(APP_LOGGER);
   app.useLogger(new NestLoggerAdapter(log));
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }));

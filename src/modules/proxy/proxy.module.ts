@@ -1,16 +1,17 @@
-import { Module, RequestMethod, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { HealthModule } from '../health/health.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
+import { DataPlaneService } from './data-plane.service.js';
 import { ExchangeObserver } from './exchange.observer.js';
-import { ProxyMiddleware } from './proxy.middleware.js';
 
+/**
+ * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
+ * DataPlaneService.handle() straight from the HTTP server, ahead of Fastify's router and the Nest
+ * middleware chain (docs/design.md, "Data path").
+ */
 @Module({
   imports: [RoutingModule, HealthModule],
-  providers: [ProxyMiddleware, ExchangeObserver],
-  exports: [ExchangeObserver],
+  providers: [DataPlaneService, ExchangeObserver],
+  exports: [DataPlaneService, ExchangeObserver],
 })
-export class ProxyModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(ProxyMiddleware).forRoutes({ path: 'v1/*path', method: RequestMethod.ALL });
-  }
-}
+export class ProxyModule {}

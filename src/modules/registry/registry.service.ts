@@ -20,7 +20,6 @@ type Listener = (r: Replica) => void;
 export class RegistryService implements OnModuleDestroy {
   private table: Replica[] = [];
   private readonly byName = new Map<string, Replica>();
-  private readonly byKey = new Map<string, Replica>();
   /** Rotating tie-break cursor of the routing policy (SPEC §4). */
   counter = 0;
   /** Requests refused because nothing was routable. */
@@ -36,11 +35,6 @@ export class RegistryService implements OnModuleDestroy {
     return this.byName.get(name);
   }
 
-  /** The replica listening at an endpoint key (`host:port`). */
-  byEndpoint(key: string): Replica | undefined {
-    return this.byKey.get(key);
-  }
-
   add(r: Replica): Replica {
     if (this.byName.has(r.name)) {
       throw new RegistryError('duplicate_replica', `replica '${r.name}' is already registered`);
@@ -48,7 +42,6 @@ export class RegistryService implements OnModuleDestroy {
     r.index = this.table.length;
     this.table.push(r);
     this.byName.set(r.name, r);
-    if (!this.byKey.has(r.endpoint.key)) this.byKey.set(r.endpoint.key, r);
     return r;
   }
 
@@ -60,11 +53,6 @@ export class RegistryService implements OnModuleDestroy {
     this.table.forEach((x, i) => (x.index = i));
     this.counter = this.table.length === 0 ? 0 : this.counter % this.table.length;
     this.byName.delete(name);
-    if (this.byKey.get(r.endpoint.key) === r) {
-      this.byKey.delete(r.endpoint.key);
-      const other = this.table.find((x) => x.endpoint.key === r.endpoint.key);
-      if (other) this.byKey.set(other.endpoint.key, other);
-    }
     r.removed = true;
     r.index = -1;
     for (const l of this.removedListeners) l(r);

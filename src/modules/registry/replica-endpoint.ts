@@ -10,10 +10,8 @@ export interface ReplicaEndpoint {
   readonly port: number;
   /** `scheme://host:port` (IPv6 bracketed). */
   readonly url: string;
-  /** Key the proxy's dispatching agent uses to find this endpoint's agent. */
-  readonly key: string;
-  /** http-proxy target. */
-  readonly target: { readonly protocol: string; readonly host: string; readonly port: number };
+  /** `Host` header of requests to this replica (the port is left out when it is the scheme's default). */
+  readonly hostHeader: string;
   /** Keep-alive agent owned by this replica; destroyed when it is removed. */
   readonly agent: http.Agent;
 }
@@ -31,13 +29,14 @@ const FREE_SOCKET_TIMEOUT_MS = 4_000;
 /** Upstream connections per replica (an engine batches far fewer requests than this at once). */
 const MAX_SOCKETS_PER_REPLICA = 384;
 
-export function endpointKey(host: string, port: number | string): string {
-  return `${host}:${port}`;
-}
-
 export function formatUrl(scheme: Scheme, host: string, port: number): string {
   const h = host.includes(':') ? `[${host}]` : host;
   return `${scheme}://${h}:${port}`;
+}
+
+function hostHeader(scheme: Scheme, host: string, port: number): string {
+  const h = host.includes(':') ? `[${host}]` : host;
+  return port === (scheme === 'https' ? 443 : 80) ? h : `${h}:${port}`;
 }
 
 export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
@@ -57,8 +56,7 @@ export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
     host: o.host,
     port: o.port,
     url: formatUrl(o.scheme, o.host, o.port),
-    key: endpointKey(o.host, o.port),
-    target: { protocol: `${o.scheme}:`, host: o.host, port: o.port },
+    hostHeader: hostHeader(o.scheme, o.host, o.port),
     agent,
   };
 }

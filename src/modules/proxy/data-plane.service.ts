@@ -1,7 +1,8 @@
-import { Inject, Injectable, type NestMiddleware } from '@nestjs/common';
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { Inject, Injectable } from '@nestjs/common';
+import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { Socket } from 'node:net';
-import { createProxyMiddleware, proxyEventsPlugin, type RequestHandler } from 'http-proxy-middleware';
+import type { TLSSocket } from 'node:tls';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
@@ -17,25 +18,22 @@ import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
 import { sendRouterError, streamErrorEvent, type RouterErrorCode } from './router-error.js';
-import { createDispatchingAgents } from './upstream-agents.js';
 
-type ProxiedRequest = IncomingMessage & { exchange?: Exchange };
-
-/** Request headers that describe one hop and are never forwarded. */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'expect'];
+/** Headers that describe one hop (RFC 9110 §7.6.1): never forwarded, in either direction. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'expect']);
 
 /** Errors that mean no connection was made, so nothing reached the replica. */
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNTIMEOUT', 'EADDRNOTAVAIL']);
 
 /**
- * The data plane (SPEC §3): buffers the body (own cap), resolves the session, asks the routing
- * policy for a replica, then hands the exchange to http-proxy-middleware, created once per scheme.
+ * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
+ * (see app.factory.ts and docs/design.md "Data path"): buffers the body (own cap), resolves the
+ * session, asks the routing policy for a replica, then forwards the exact bytes with one
+ * `http.request` on the replica's keep-alive agent and relays the answer chunk by chunk.
  * The only code that touches upstream sockets.
  */
 @Injectable()
-export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerResponse> {
-  private readonly proxies: { http: RequestHandler; https: RequestHandler };
-
+export class DataPlaneService {
   constructor(
     private readonly config: RouterConfig,
     private readonly registry: RegistryService,
@@ -45,23 +43,20 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     private readonly lifecycle: LifecycleService,
     private readonly observer: ExchangeObserver,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
-  ) {
-    const agents = createDispatchingAgents(registry);
-    this.proxies = { http: this.createProxy(agents.http), https: this.createProxy(agents.https) };
-  }
+  ) {}
 
-  async use(req: ProxiedRequest, res: ServerResponse, next: (err?: unknown) => void): Promise<void> {
+  /** One `/v1/` request, from arrival to the end of the response. */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const ex = new Exchange(req, res);
     this.observer.arrived();
     ex.onAbort = (reason) => this.aborted(ex, reason);
-    req.exchange = ex;
     res.once('close', () => this.closed(ex));
     if (this.lifecycle.stopping) {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       res.setHeader('connection', 'close');
       return this.fail(ex, 'shutting_down', 'rejected');
     }
-    const url = req.originalUrl ?? req.url ?? '/';
+    const url = req.url ?? '/';
     if (req.method === 'GET' && (url === '/v1/models' || url.startsWith('/v1/models?'))) {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       return relayModels(ex, this.registry.list, this.config.modelsTimeoutMs);
@@ -83,33 +78,11 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     const d = this.routing.route(ex.session.id, publish);
     ex.decision = affinityHeader(d);
     if (d.kind === 'none') return this.fail(ex, 'no_replica_available', 'no_replica');
-    for (const h of HOP_BY_HOP) delete req.headers[h];
     ex.timer = setTimeout(() => this.timedOut(ex, 'request'), this.config.requestTimeoutMs);
-    this.dispatch(ex, d.replica, next);
+    this.dispatch(ex, d.replica);
   }
 
-  private createProxy(agent: import('node:http').Agent): RequestHandler {
-    return createProxyMiddleware<ProxiedRequest, ServerResponse>({
-      router: (req) => req.exchange!.replica!.endpoint.target,
-      pathRewrite: (_path, req) => req.originalUrl ?? req.url,
-      agent,
-      xfwd: true,
-      changeOrigin: true,
-      ws: false,
-      // Only the `on` handlers: the default logger plugin builds a URL per response and the debug
-      // plugin adds listeners per request; errors are all handled in onError.
-      ejectPlugins: true,
-      plugins: [proxyEventsPlugin],
-      on: {
-        proxyReq: (proxyReq, req) => this.onProxyReq(proxyReq, req.exchange!),
-        proxyRes: (proxyRes, req) => this.onProxyRes(proxyRes, req.exchange!),
-        error: (err, req) => this.onError(err as NodeJS.ErrnoException, (req as ProxiedRequest).exchange),
-        econnreset: (err, req) => this.onError(err as NodeJS.ErrnoException, (req as ProxiedRequest).exchange),
-      },
-    });
-  }
-
-  private dispatch(ex: Exchange, r: Replica, next: (err?: unknown) => void): void {
+  private dispatch(ex: Exchange, r: Replica): void {
     // The client may have gone while the body or the shared store was awaited: nothing to send,
     // and counting it now would never be undone (the close handler already ran).
     if (ex.closed) return;
@@ -119,14 +92,26 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     r.outstanding++;
     r.inflight.add(ex);
     ex.counted = true;
-    if (ex.attempts === 1) prepareUpstreamBody(ex);
-    void this.proxies[r.endpoint.scheme](ex.req, ex.res, next);
+    const ep = r.endpoint;
+    const body = ex.body!;
+    const proxyReq = (ep.scheme === 'https' ? https : http).request({
+      host: ep.host,
+      port: ep.port,
+      method: ex.req.method,
+      path: ex.req.url,
+      headers: upstreamHeaders(ex, ep.hostHeader),
+      agent: ep.agent,
+    });
+    ex.proxyReq = proxyReq;
+    proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
+    proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
+    proxyReq.on('error', (err: NodeJS.ErrnoException) => this.onError(err, ex, proxyReq));
+    proxyReq.end(body.length > 0 ? body : undefined);
   }
 
-  private onProxyReq(proxyReq: ClientRequest, ex: Exchange): void {
-    ex.proxyReq = proxyReq;
-    const socket = proxyReq.socket as Socket | null;
-    if (socket !== null && socket.connecting) {
+  /** A socket was assigned (new or reused): arm the connect timeout if it is still connecting. */
+  private onSocket(proxyReq: ClientRequest, socket: Socket, ex: Exchange): void {
+    if (socket.connecting) {
       const t = setTimeout(() => {
         const e: NodeJS.ErrnoException = new Error(`connect to ${ex.replica!.url} timed out after ${this.config.connectTimeoutMs} ms`);
         e.code = 'ECONNTIMEOUT';
@@ -143,24 +128,26 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
     proxyReq.once('finish', () => (ex.upstreamWrittenAt = performance.now()));
   }
 
-  private onProxyRes(proxyRes: IncomingMessage, ex: Exchange): void {
+  /** The replica answered: write its status and headers (plus the router's), then relay the body. */
+  private onResponse(proxyRes: IncomingMessage, ex: Exchange): void {
     const r = ex.replica!;
+    const res = ex.res;
     ex.proxyRes = proxyRes;
     ex.upstreamFirstByteAt = performance.now();
     ex.status = proxyRes.statusCode ?? 0;
-    const h = proxyRes.headers;
-    delete h['keep-alive'];
-    delete h['proxy-connection'];
-    Object.assign(h, ex.routerHeaders());
     if (ex.status >= 500) this.health.upstreamFailed(r, `status ${ex.status}`);
-    ex.stream = (h['content-type'] ?? '').startsWith('text/event-stream');
+    const headers = responseHeaders(proxyRes, ex);
+    ex.stream = (proxyRes.headers['content-type'] ?? '').startsWith('text/event-stream');
     if (ex.stream) {
       ex.clearTimer();
       ex.timer = setTimeout(() => this.timedOut(ex, 'idle'), this.config.streamIdleTimeoutMs);
     }
-    // This listener is attached before http-proxy pipes the response, so it runs just before each
-    // chunk is written to the client: its first call is the client's first byte.
+    if (res.headersSent || res.destroyed) return void ex.proxyReq?.destroy();
+    res.writeHead(ex.status, proxyRes.statusMessage, headers);
+    // Relay by hand rather than pipe(): one listener does the accounting and the write, and the
+    // client's back-pressure pauses the replica's socket.
     proxyRes.on('data', (c: Buffer) => {
+      if (res.writableEnded || res.destroyed) return;
       if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
       ex.bytesOut += c.length;
       if (ex.stream) {
@@ -171,6 +158,13 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
         ex.timer?.refresh();
         ex.tail = c.length >= 2 ? c.toString('latin1', c.length - 2) : ex.tail.slice(-1) + c.toString('latin1');
       }
+      if (!res.write(c)) {
+        proxyRes.pause();
+        res.once('drain', () => proxyRes.resume());
+      }
+    });
+    proxyRes.once('end', () => {
+      if (!res.writableEnded && !res.destroyed) res.end();
     });
     proxyRes.on('error', () => undefined); // the 'close' check below decides
     proxyRes.once('close', () => {
@@ -184,8 +178,9 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
   }
 
   /** The upstream exchange failed (connect, reset, timeout-destroy, TLS). */
-  private onError(err: NodeJS.ErrnoException, ex: Exchange | undefined): void {
-    if (ex === undefined || ex.cause !== undefined || ex.res.destroyed) return;
+  private onError(err: NodeJS.ErrnoException, ex: Exchange, from: ClientRequest): void {
+    // An error of an attempt already given up (the retry runs on a new request) is not news.
+    if (from !== ex.proxyReq || ex.cause !== undefined || ex.res.destroyed) return;
     const r = ex.replica!;
     const refused = !ex.connected && (err.code === undefined || CONNECT_ERRORS.has(err.code) || !ex.proxyRes);
     const staleReuse = ex.connected && ex.proxyReq?.reusedSocket === true && !ex.proxyRes && err.code === 'ECONNRESET';
@@ -206,7 +201,7 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
         ex.proxyReq = undefined;
         // The session is now pinned to the retry target; say so.
         if (next !== r) ex.decision = 'switch;reason=unhealthy';
-        return this.dispatch(ex, next, () => undefined);
+        return this.dispatch(ex, next);
       }
     } else if (refused) {
       signal();
@@ -253,7 +248,6 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
    */
   private cut(ex: Exchange, code: 'replica_disconnected' | 'replica_timeout', message: string): void {
     ex.clearTimer();
-    ex.proxyRes?.unpipe(ex.res);
     if (ex.stream && !ex.res.writableEnded) {
       const sep = ex.tail.endsWith('\n\n') || ex.bytesOut === 0 ? '' : '\n\n';
       ex.res.end(sep + streamErrorEvent(code, message));
@@ -296,21 +290,40 @@ export class ProxyMiddleware implements NestMiddleware<ProxiedRequest, ServerRes
 }
 
 /**
- * Headers and body of the upstream request, set before http-proxy builds it. http-proxy copies
- * `req.headers` and then pipes `req` into the upstream request; the body was already read, so `pipe`
- * hands over the buffered bytes at once. This holds even when the request waits in the agent's
- * queue for a socket (its `proxyReq` event then comes after the request was ended).
+ * The request headers sent to the replica: the client's minus hop-by-hop ones, `host` set to the
+ * replica (the engine sees its own address), `X-Forwarded-*` appended, the resolved session and
+ * request ids, and the length of the buffered body.
  */
-function prepareUpstreamBody(ex: Exchange): void {
-  const body = ex.body!;
-  const h = ex.req.headers;
-  h['x-session-id'] = ex.session!.id;
-  h['x-request-id'] = ex.id;
-  delete h['transfer-encoding'];
-  if (body.length > 0 || (ex.req.method !== 'GET' && ex.req.method !== 'HEAD')) h['content-length'] = String(body.length);
-  else delete h['content-length'];
-  ex.req.pipe = (<T extends NodeJS.WritableStream>(dest: T): T => {
-    dest.end(body);
-    return dest;
-  }) as IncomingMessage['pipe'];
+function upstreamHeaders(ex: Exchange, hostHeader: string): OutgoingHttpHeaders {
+  const req = ex.req;
+  const out: OutgoingHttpHeaders = {};
+  const inHeaders = req.headers;
+  for (const k in inHeaders) if (!HOP_BY_HOP.has(k)) out[k] = inHeaders[k];
+  const clientHost = inHeaders.host;
+  const encrypted = (req.socket as TLSSocket).encrypted === true;
+  const port = clientHost !== undefined ? /:(\d+)$/.exec(clientHost)?.[1] : undefined;
+  appendForwarded(out, 'x-forwarded-for', req.socket.remoteAddress ?? '');
+  appendForwarded(out, 'x-forwarded-port', port ?? (encrypted ? '443' : '80'));
+  appendForwarded(out, 'x-forwarded-proto', encrypted ? 'https' : 'http');
+  out['x-forwarded-host'] = inHeaders['x-forwarded-host'] ?? clientHost ?? '';
+  out.host = hostHeader;
+  out['x-session-id'] = ex.session!.id;
+  out['x-request-id'] = ex.id;
+  const length = ex.body!.length;
+  if (length > 0 || (req.method !== 'GET' && req.method !== 'HEAD')) out['content-length'] = length;
+  else delete out['content-length'];
+  return out;
+}
+
+function appendForwarded(h: OutgoingHttpHeaders, name: string, value: string): void {
+  const prior = h[name];
+  h[name] = prior === undefined ? value : `${String(prior)},${value}`;
+}
+
+/** The replica's response headers minus hop-by-hop ones, plus the router's own (SPEC §3). */
+function responseHeaders(proxyRes: IncomingMessage, ex: Exchange): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const h = proxyRes.headers;
+  for (const k in h) if (!HOP_BY_HOP.has(k)) out[k] = h[k];
+  return Object.assign(out, ex.routerHeaders());
 }
