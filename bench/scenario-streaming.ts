@@ -70,7 +70,7 @@ async function runSequential(ctx: BenchContext, notes: string[]): Promise<Stream
       notes.push(
         shown.length === 0
           ? "The router's own overhead histogram (affinity_router_overhead_seconds) was not found in its /metrics."
-          : `The router's own view of these streams (affinity_router_overhead_seconds, mean per request): ${shown.join(', ')}; what the client sees beyond that is spent before the router's middleware starts timing or after it hands bytes on (Fastify/Nest dispatch, event loop, kernel).`,
+          : `The router's own view of these streams (affinity_router_overhead_seconds, mean per request): ${shown.join(', ')}; what the client sees beyond that is spent before the router's request listener runs or after it hands bytes on (HTTP parsing, event loop, kernel).`,
       );
     } finally {
       await router.stop();
