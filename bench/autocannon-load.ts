@@ -4,7 +4,7 @@
  * are invisible with it (the report says so).
  */
 import autocannon from 'autocannon';
-import type { LoadResult, LoadSpec } from './load.js';
+import type { LoadResult, LoadSpec } from './load-spec.js';
 
 /** Runs `spec` with autocannon in this process. */
 export async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LoadResult, LoadSpec } from './load.js';
+import type { LoadResult, LoadSpec } from './load-spec.js';
 import type { BenchContext } from './scenario.js';
 
 /** wrk threads: one leaves the second core to the proxy and the replicas (2 cores shared). */
