@@ -1,6 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { spawnSim, simRequest, simStream, stopAllSims, type SimProcess } from '../support/sim-process.js';
 import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
 
@@ -110,7 +112,9 @@ describe('data plane (SPEC §3)', () => {
       assert.equal(h['keep-alive'], undefined);
       assert.equal(h['x-forwarded-for'], '127.0.0.1');
       assert.equal(h['x-forwarded-proto'], 'http');
-      assert.ok(h['x-forwarded-host']);
+      assert.equal(h['x-forwarded-port'], new URL(router.url).port);
+      assert.equal(h['x-forwarded-host'], new URL(router.url).host);
+      assert.equal(h['host'], `127.0.0.1:${sim.port}`);
     }
   });
 
@@ -214,6 +218,61 @@ describe('data plane failures (SPEC §3, §5)', () => {
       await waitFor(() => router.outstanding('stall') === 0, 1_000, 'outstanding back to 0');
     } finally {
       await router.close();
+    }
+  });
+});
+
+describe('data plane: what goes back to the client', () => {
+  /** One request on `agent`; resolves with the status, headers, body and whether the socket was reused. */
+  function call(url: string, agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string; reused: boolean }> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString(), reused: req.reusedSocket }));
+      });
+      req.on('error', reject);
+      req.end('{"messages":[]}');
+    });
+  }
+
+  it('drops the replica\'s hop-by-hop headers, keeps its others, overrides spoofed router headers, and keeps the client connection open after an upstream Connection: close', async () => {
+    // A bare engine that closes every connection and sends hop-by-hop headers the client must not see.
+    const engine = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          connection: 'close',
+          'keep-alive': 'timeout=1, max=1',
+          'proxy-connection': 'close',
+          'x-engine': 'raw',
+          'x-router-replica': 'spoofed',
+        });
+        res.end(req.url === '/health' ? '{}' : '{"ok":true}');
+      });
+    });
+    await new Promise<void>((done) => engine.listen(0, '127.0.0.1', done));
+    const port = (engine.address() as AddressInfo).port;
+    const router = await startTestRouter({ replicas: [{ name: 'raw', host: '127.0.0.1', port }] });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await call(`${router.url}/v1/chat/completions`, agent);
+      assert.equal(first.status, 200);
+      assert.equal(first.body, '{"ok":true}');
+      assert.equal(first.headers['x-engine'], 'raw');
+      assert.equal(first.headers['x-router-replica'], 'raw');
+      assert.equal(first.headers['proxy-connection'], undefined);
+      assert.notEqual(first.headers['connection'], 'close');
+      assert.notEqual(first.headers['keep-alive'], 'timeout=1, max=1');
+      // The replica closed its side; the client's connection to the router is still good.
+      const second = await call(`${router.url}/v1/chat/completions`, agent);
+      assert.equal(second.status, 200);
+      assert.equal(second.reused, true);
+    } finally {
+      agent.destroy();
+      await router.close();
+      await new Promise((done) => engine.close(done));
     }
   });
 });
