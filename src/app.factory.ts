@@ -34,20 +34,24 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
 export async function createApp(config: RouterConfig, opts: AppOptions = {}): Promise<NestFastifyApplication> {
   let dataPlane: DataPlaneService | undefined;
   const adapter = new FastifyAdapter({
-    serverFactory: (fastifyHandler: http.RequestListener, opts: { http?: http.ServerOptions }) => {
-      const server = http.createServer(opts.http ?? {}, (req, res) => {
-        if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) void dataPlane.handle(req, res);
-        else fastifyHandler(req, res);
-      });
-      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      server.requestTimeout = config.bodyTimeoutMs;
-      return server;
-    },
-    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    // Slow clients (slowloris) are cut: headers within --header-timeout, the whole request within
-    // --body-timeout. Node enforces both per connection without blocking others.
-    requestTimeout: config.bodyTimeoutMs,
-    http: { headersTimeout: Math.min(config.headerTimeoutMs, config.bodyTimeoutMs), connectionsCheckingInterval: 1_000 },
+    // The HTTP server is built here rather than by Fastify: `/v1/` goes to the data plane straight
+    // from its request listener, everything else to Fastify (docs/design.md §3). With a factory,
+    // Fastify applies no server option itself, so every connection limit is set on this server.
+    serverFactory: (fastifyHandler: http.RequestListener) =>
+      http.createServer(
+        {
+          keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+          // Slow clients (slowloris) are cut: headers within --header-timeout, the whole request
+          // within --body-timeout. Node enforces both per connection without blocking others.
+          requestTimeout: config.bodyTimeoutMs,
+          headersTimeout: Math.min(config.headerTimeoutMs, config.bodyTimeoutMs),
+          connectionsCheckingInterval: 1_000,
+        },
+        (req, res) => {
+          if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) void dataPlane.handle(req, res);
+          else fastifyHandler(req, res);
+        },
+      ),
     bodyLimit: 1024 * 1024,
     return503OnClosing: false,
   });

@@ -106,6 +106,7 @@ export class DataPlaneService {
     proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
     proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
     proxyReq.on('error', (err: NodeJS.ErrnoException) => this.onError(err, ex, proxyReq));
+    proxyReq.once('finish', () => (ex.upstreamWrittenAt = performance.now()));
     proxyReq.end(body.length > 0 ? body : undefined);
   }
 
@@ -125,7 +126,6 @@ export class DataPlaneService {
     } else {
       ex.connected = true;
     }
-    proxyReq.once('finish', () => (ex.upstreamWrittenAt = performance.now()));
   }
 
   /** The replica answered: write its status and headers (plus the router's), then relay the body. */

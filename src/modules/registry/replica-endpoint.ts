@@ -29,14 +29,17 @@ const FREE_SOCKET_TIMEOUT_MS = 4_000;
 /** Upstream connections per replica (an engine batches far fewer requests than this at once). */
 const MAX_SOCKETS_PER_REPLICA = 384;
 
+/** An IPv6 literal in brackets, as URLs and `Host` headers write it. */
+function bracketed(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 export function formatUrl(scheme: Scheme, host: string, port: number): string {
-  const h = host.includes(':') ? `[${host}]` : host;
-  return `${scheme}://${h}:${port}`;
+  return `${scheme}://${bracketed(host)}:${port}`;
 }
 
 function hostHeader(scheme: Scheme, host: string, port: number): string {
-  const h = host.includes(':') ? `[${host}]` : host;
-  return port === (scheme === 'https' ? 443 : 80) ? h : `${h}:${port}`;
+  return port === (scheme === 'https' ? 443 : 80) ? bracketed(host) : `${bracketed(host)}:${port}`;
 }
 
 export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
