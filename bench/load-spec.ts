@@ -1,4 +1,5 @@
 /** What a closed-loop run is asked to do and what it measured; shared by bench/load.ts and its two drivers (wrk, autocannon). */
+
 /** What one closed-loop run measured. Latencies in milliseconds. */
 export interface LoadResult {
   tool: 'wrk' | 'autocannon';

@@ -27,7 +27,7 @@ const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', '
 
 /**
  * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
- * (see app.factory.ts and docs/design.md "Data path"): buffers the body (own cap), resolves the
+ * (see app.factory.ts and docs/design.md §3): buffers the body (own cap), resolves the
  * session, asks the routing policy for a replica, then forwards the exact bytes with one
  * `http.request` on the replica's keep-alive agent and relays the answer chunk by chunk.
  * The only code that touches upstream sockets.

@@ -7,7 +7,7 @@ import { ExchangeObserver } from './exchange.observer.js';
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
  * DataPlaneService.handle() straight from the HTTP server, ahead of Fastify's router and the Nest
- * middleware chain (docs/design.md, "Data path").
+ * middleware chain (docs/design.md §3).
  */
 @Module({
   imports: [RoutingModule, HealthModule],
