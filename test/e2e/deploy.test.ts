@@ -242,7 +242,9 @@ describe('deploy/k8s manifests match the app', () => {
     assert.ok(args.includes('--drain-timeout'), 'the Deployment must pass --drain-timeout explicitly');
     const pre = isObj(container['lifecycle']) ? container['lifecycle']['preStop'] : undefined;
     const sleepS = isObj(pre) && isObj(pre['exec']) ? Number(listAt(pre, 'exec.command', deployment.file).at(-1)) : 0;
-    assert.ok(graceS > sleepS + drainS, `terminationGracePeriodSeconds ${graceS} must exceed preStop ${sleepS} s + --drain-timeout ${drainS} s`);
+    // docs/operations.md's rule: preStop + drain + the 10 s SIGKILL escalation of a launched
+    // replica's stop, and a margin above that.
+    assert.ok(graceS > sleepS + drainS + 10, `terminationGracePeriodSeconds ${graceS} must exceed preStop ${sleepS} s + --drain-timeout ${drainS} s + 10 s stop escalation`);
   });
 
   it('configure the ingress for long streams and the --max-body limit', () => {
@@ -264,6 +266,8 @@ describe('deploy/Dockerfile matches the app', () => {
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
     assert.match(pkg.scripts?.['start:prod'] ?? '', /\bnode dist\/main\.js\b/, 'package.json start:prod must run dist/main.js');
     assert.ok(inFinal('RUN').some((r) => /\bnpm ci\b/.test(r.args) && /--omit=dev\b/.test(r.args)), 'the runtime stage must run npm ci --omit=dev');
+    // Without --ignore-scripts the postinstall build (tsc, a dev dependency) runs and fails there.
+    assert.ok(inFinal('RUN').some((r) => /\bnpm ci\b/.test(r.args) && /--ignore-scripts\b/.test(r.args)), 'the runtime npm ci must skip install scripts');
     assert.ok(inFinal('COPY').some((c) => /--from=\S+/.test(c.args) && /\bdist\b/.test(c.args)), 'the runtime stage must copy the built dist/');
     assert.deepEqual(inFinal('STOPSIGNAL').map((s) => s.args), ['SIGTERM']);
     assert.deepEqual(inFinal('EXPOSE').map((e) => Number(e.args)), [DEFAULT_PORT], `EXPOSE must be the --port default ${DEFAULT_PORT}`);

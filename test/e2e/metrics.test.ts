@@ -56,7 +56,7 @@ describe('accounting invariant under mixed outcomes', () => {
     const bad = await spawnSim({ name: 'bad', args: ['--itl-ms', '30'] });
     const router = await startTestRouter(
       { replicas: [good, bad].map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), health: { fall: 100 } },
-      ['--request-timeout', '0.5', '--health-interval', '60'],
+      ['--request-timeout', '0.5', '--health-interval', '60', '--max-body', '1MiB'],
     );
     try {
       const to = (replica: string) => (replica === 'ok' ? good : bad);
@@ -86,8 +86,11 @@ describe('accounting invariant under mixed outcomes', () => {
         const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': sBad }, body: chat() });
         assert.equal(r.status, 504);
       }
-      // rejected: body too large x1 (max body default 64MiB: use a declared length)
+      // rejected: body over --max-body x1
       await bad.setFaults({ reset: true });
+      const big = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'big' }, body: Buffer.alloc(2 * 1024 * 1024, 0x20) });
+      assert.equal(big.status, 413);
+      sent++;
       // no replica x2
       await good.setFaults({ health: 'not_ready' });
       await bad.setFaults({ health: 'not_ready' });
@@ -101,16 +104,109 @@ describe('accounting invariant under mixed outcomes', () => {
         const { samples } = await scrape(router);
         return sum(samples, 'affinity_router_requests_received_total') === sent && sum(samples, 'affinity_router_request_terminations_total') === sent;
       }, 3_000, 'every request accounted');
-      const { samples } = await scrape(router);
-      const causes = Object.fromEntries(['ok', 'client_abort', 'upstream_error', 'upstream_timeout', 'no_replica'].map((c) => [c, sum(samples, 'affinity_router_request_terminations_total', { cause: c })]));
-      assert.deepEqual(causes, { ok: 7, client_abort: 3, upstream_error: 2, upstream_timeout: 2, no_replica: 2 });
+      const { samples, problems } = await scrape(router);
+      assert.deepEqual(problems, [], 'the scrape after every kind of outcome lints clean');
+      const expected = { ok: 7, client_abort: 3, upstream_error: 2, upstream_timeout: 2, no_replica: 2, rejected: 1 };
+      const causes = Object.fromEntries(Object.keys(expected).map((c) => [c, sum(samples, 'affinity_router_request_terminations_total', { cause: c })]));
+      assert.deepEqual(causes, expected);
       assert.equal(sum(samples, 'affinity_router_replica_inflight'), 0);
+      // By status, as the client saw it: the aborted and the broken streams had their 200 already.
+      const byStatus = (status: string) => sum(samples, 'affinity_router_requests_total', { status });
+      assert.deepEqual(
+        { 200: byStatus('200'), 503: byStatus('503'), 504: byStatus('504'), 413: byStatus('413') },
+        { 200: 7 + 3 + 2, 503: 2, 504: 2, 413: 1 },
+      );
+      // The log has one line per request, and the same count per cause as the metrics.
       const logged = router.logs().filter((l) => l['event'] === 'request');
       assert.equal(logged.length, sent);
-      for (const c of Object.keys(causes)) assert.ok(logged.some((l) => l['cause'] === c), `cause ${c} logged`);
-      assert.ok(logged.every((l) => typeof l['reqId'] === 'string' && typeof l['duration_ms'] === 'number'));
+      const loggedCauses = Object.fromEntries(Object.keys(expected).map((c) => [c, logged.filter((l) => l['cause'] === c).length]));
+      assert.deepEqual(loggedCauses, expected);
+      for (const l of logged) {
+        assert.equal(typeof l['reqId'], 'string');
+        assert.equal(typeof l['session'], 'string', `session on ${JSON.stringify(l)}`);
+        assert.equal(typeof l['decision'], 'string');
+        assert.equal(typeof l['status'], 'number');
+        assert.equal(typeof l['bytes_in'], 'number');
+        assert.equal(typeof l['bytes_out'], 'number');
+        assert.equal(typeof l['duration_ms'], 'number');
+      }
+      const line = (cause: string) => logged.find((l) => l['cause'] === cause)!;
+      assert.equal(line('rejected')['status'], 413);
+      assert.equal(line('rejected')['replica'], undefined, 'a rejected body reached no replica');
+      assert.equal(line('no_replica')['status'], 503);
+      assert.equal(line('upstream_timeout')['status'], 504);
+      assert.equal(line('upstream_timeout')['replica'], 'bad');
+      assert.equal(line('client_abort')['status'], 200);
+      const okLine = logged.find((l) => l['cause'] === 'ok' && l['session'] === 'A')!;
+      assert.equal(okLine['status'], 200);
+      assert.equal(okLine['replica'], String(a.headers['x-replica-name']));
+      assert.equal(okLine['decision'], 'initialize');
+      assert.equal(okLine['bytes_in'], chat().length);
+      assert.equal(okLine['bytes_out'], a.body.length);
+      assert.equal(typeof okLine['ttfb_ms'], 'number');
+      assert.ok((okLine['ttfb_ms'] as number) <= (okLine['duration_ms'] as number));
     } finally {
       await router.close();
     }
+  });
+});
+
+describe('stream timing, directory evictions and quiet health probes', () => {
+  let sim: SimProcess;
+  let router: TestRouter;
+  before(async () => {
+    // An engine's prefill: headers at once, the first token 400 ms later.
+    sim = await spawnSim({ name: 'slow-prefill', args: ['--ttft-base-ms', '400', '--itl-ms', '10'] });
+    router = await startTestRouter({ replicas: [{ name: sim.name, host: '127.0.0.1', port: sim.port }] });
+  });
+  after(async () => {
+    await router?.close();
+    await stopAllSims();
+  });
+
+  it("relays a stream's headers before the first token, so the response overhead excludes prefill", async () => {
+    const t0 = performance.now();
+    const s = await simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': 'prefill' }, body: chat({ stream: true, max_tokens: 5 }).toString() });
+    const headersAt = performance.now() - t0;
+    assert.equal(s.status, 200);
+    assert.equal(await s.done, 'end');
+    const firstTokenAt = s.events[0]!.at - t0;
+    assert.ok(firstTokenAt >= 380, `first token after prefill (${firstTokenAt.toFixed(0)} ms)`);
+    assert.ok(firstTokenAt - headersAt >= 250, `headers ${headersAt.toFixed(0)} ms, first token ${firstTokenAt.toFixed(0)} ms: headers were not held back`);
+    const { samples } = await scrape(router);
+    const overhead = sum(samples, 'affinity_router_overhead_seconds_sum', { phase: 'response' });
+    assert.equal(sum(samples, 'affinity_router_overhead_seconds_count', { phase: 'response' }), 1);
+    assert.ok(overhead < 0.1, `response overhead ${overhead} s must not include the replica's 400 ms prefill`);
+    assert.equal(sum(samples, 'affinity_router_stream_first_chunk_seconds_count'), 1);
+    assert.ok(sum(samples, 'affinity_router_stream_first_chunk_seconds_sum') >= 0.38, 'time to first token includes prefill');
+    assert.ok(sum(samples, 'affinity_router_stream_chunk_gap_seconds_count') >= 5, 'a gap per chunk after the first');
+    const line = await router.waitForLog((l) => l['event'] === 'request' && l['session'] === 'prefill');
+    assert.equal(line['stream'], true);
+    assert.ok((line['ttfb_ms'] as number) < 250, `ttfb_ms ${line['ttfb_ms']}: the headers are the first bytes`);
+  });
+
+  it('counts evictions by cause: lru over --max-sessions, ttl past --session-ttl', async () => {
+    const small = await startTestRouter({ replicas: [{ name: sim.name, host: '127.0.0.1', port: sim.port }] }, ['--max-sessions', '2', '--session-ttl', '1']);
+    try {
+      const send = (id: string) => simRequest(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': id }, body: chat() });
+      const evictions = async (cause: string) => sum((await scrape(small)).samples, 'affinity_router_session_evictions_total', { cause });
+      for (const id of ['e1', 'e2', 'e3']) assert.equal((await send(id)).status, 200);
+      assert.equal(await evictions('lru'), 1, 'the third session over a cap of 2 drops the oldest');
+      assert.equal(await evictions('ttl'), 0);
+      // Idle past the 1 s TTL, the two left are swept (a scrape sweeps, as does the health tick).
+      await waitFor(async () => (await evictions('ttl')) === 2, 5_000, 'two ttl evictions');
+      assert.equal(await evictions('lru'), 1);
+      assert.equal(sum((await scrape(small)).samples, 'affinity_router_sessions'), 0);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('does not log health probes per tick', async () => {
+    const checks = async () => sum((await scrape(router)).samples, 'affinity_router_health_checks_total');
+    const c0 = await checks();
+    await waitFor(async () => (await checks()) >= c0 + 5, 5_000, 'five more probes');
+    const probeLines = router.logs().filter((l) => l['event'] !== 'request' && /health|probe/i.test(JSON.stringify(l)));
+    assert.deepEqual(probeLines.filter((l) => l['event'] !== 'ready' && l['event'] !== 'unready'), []);
   });
 });

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { spawnSim, simRequest, simStream, stopAllSims, type SimProcess, type SimStream } from '../support/sim-process.js';
-import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
+import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 
 const chat = (extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4, ...extra });
@@ -16,6 +16,7 @@ describe('sessions and routing (SPEC §4)', () => {
     router = await startTestRouter(
       { replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) },
       ['--affinity-slack', '2'],
+      { ROUTER_ADMIN_TOKEN: TEST_TOKEN },
     );
   });
   after(async () => {
@@ -117,6 +118,29 @@ describe('sessions and routing (SPEC §4)', () => {
   it('does not let an invalid header hide a valid body session_id', async () => {
     const r = await post({ 'x-session-id': 'not valid!' }, chat({ session_id: 'body-wins' }));
     assert.equal(r.headers['x-session-id'], 'body-wins');
+  });
+
+  it('moves a pinned session with PUT /sessions/:id: the next turn goes to the new replica with retain', async () => {
+    const first = await post({ 'x-session-id': 'movable' }, chat());
+    const from = String(first.headers['x-replica-name']);
+    const to = sims.map((s) => s.name).find((n) => n !== from)!;
+    const before = (await sims.find((s) => s.name === to)!.stats()).by_session['movable'] ?? 0;
+    const put = await adminCall(router, 'PUT', '/sessions/movable', { body: { replica: to } });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    assert.equal(put.body.replica, to);
+    const seen = await adminCall(router, 'GET', '/sessions/movable');
+    assert.equal(seen.body.replica, to);
+    const next = await post({ 'x-session-id': 'movable' }, chat());
+    assert.equal(next.status, 200);
+    assert.equal(next.headers['x-replica-name'], to, 'the replica itself answered');
+    assert.equal(next.headers['x-router-replica'], to);
+    assert.equal(next.headers['x-router-affinity'], 'retain');
+    assert.equal((await sims.find((s) => s.name === to)!.stats()).by_session['movable'], before + 1);
+    // The directory's per-replica counts follow the move.
+    const counts = await adminCall(router, 'GET', `/sessions?replica=${to}`);
+    assert.equal(counts.status, 200);
+    assert.ok(counts.body.replicas[to] >= 1, JSON.stringify(counts.body));
+    assert.equal(counts.body.replicas[from], undefined, 'filtered to the one replica asked for');
   });
 
   it('sends the effective session id upstream in X-Session-Id', async () => {

@@ -36,12 +36,26 @@ export function parseProm(text: string): { samples: Sample[]; problems: string[]
     const [, name, rawLabels, value] = m;
     if (!NAME.test(name!)) problems.push(`bad metric name ${name}`);
     const labels: Record<string, string> = {};
-    for (const lm of (rawLabels ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[lm[1]!] = lm[2]!;
+    const labelText = rawLabels ?? '';
+    let consumed = 0;
+    for (const lm of labelText.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)/g)) {
+      if (lm.index !== consumed) break;
+      if (lm[1]!.startsWith('__')) problems.push(`reserved label name ${lm[1]} on ${name}`);
+      if (lm[1]! in labels) problems.push(`label ${lm[1]} twice on ${name}`);
+      labels[lm[1]!] = lm[2]!;
+      consumed = lm.index + lm[0].length;
+    }
+    if (consumed !== labelText.length) problems.push(`malformed labels: ${line}`);
+    if (!/^(?:[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+)|[+-]Inf|NaN)$/i.test(value!)) problems.push(`bad value ${value} on ${name}`);
     const key = `${name}{${Object.entries(labels).sort().map(([k, v]) => `${k}=${v}`).join(',')}}`;
     if (seen.has(key)) problems.push(`duplicate series ${key}`);
     seen.add(key);
     const family = name!.replace(/_(bucket|sum|count|total|created)$/, '');
-    if (!types.has(name!) && !types.has(family) && !types.has(name!.replace(/_(bucket|sum|count)$/, ''))) problems.push(`no TYPE for ${name}`);
+    const type = types.get(name!) ?? types.get(family) ?? types.get(name!.replace(/_(bucket|sum|count)$/, ''));
+    // TYPE must come before the family's first sample, as the text format requires.
+    if (type === undefined) problems.push(`no TYPE before ${name}`);
+    if (type === 'counter' && !name!.endsWith('_total') && !name!.endsWith('_created')) problems.push(`counter ${name} does not end in _total`);
+    if (type === 'histogram' && name!.endsWith('_bucket') && labels['le'] === undefined) problems.push(`bucket of ${name} without le`);
     if (!help.has(name!) && !help.has(family) && !help.has(name!.replace(/_(bucket|sum|count)$/, ''))) problems.push(`no HELP for ${name}`);
     samples.push({ name: name!, labels, value: Number(value) });
   }

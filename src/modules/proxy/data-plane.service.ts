@@ -144,6 +144,14 @@ export class DataPlaneService {
     }
     if (res.headersSent || res.destroyed) return void ex.proxyReq?.destroy();
     res.writeHead(ex.status, proxyRes.statusMessage, headers);
+    // A stream's headers go out now, as the replica sent them: an engine answers the headers at
+    // once and the first token only after prefill, and a client (or an ingress with a header
+    // timeout) must not wait out the prefill to see the status. A plain answer's headers leave
+    // with its first body bytes, one write instead of two.
+    if (ex.stream) {
+      res.flushHeaders();
+      ex.clientFirstByteAt = performance.now();
+    }
     // Relay by hand rather than pipe(): one listener does the accounting and the write, and the
     // client's back-pressure pauses the replica's socket.
     proxyRes.on('data', (c: Buffer) => {
