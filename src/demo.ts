@@ -4,21 +4,46 @@
  * talk to it. Ctrl-C drains and stops everything it launched.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadConfigOrExit } from './config/cli.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * The project root: the nearest directory above this file holding config/demo.json (`dist/..`
+ * for `npm start`, `dist-test/src/../..` when the tests run the compiled test tree). The demo
+ * config's relative paths (`config/demo.json`, `dist/sim/replica.js`) are relative to it.
+ */
+function projectRoot(): string {
+  for (let dir = dirname(here); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'config', 'demo.json'))) return dir;
+    if (dirname(dir) === dir) return join(here, '..');
+  }
+}
+
+/** A URL a local curl can use for the address the router listens on. */
+function clientUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+const root = projectRoot();
 process.chdir(root);
 const token = process.env['ROUTER_ADMIN_TOKEN'] ?? randomBytes(12).toString('hex');
 process.env['ROUTER_ADMIN_TOKEN'] = token;
-const extra = process.argv.slice(2);
-const portIdx = extra.indexOf('--port');
-const port = portIdx >= 0 ? extra[portIdx + 1] : '8000';
-process.argv = [process.argv[0]!, join(root, 'dist/main.js'), '--config', 'config/demo.json', '--host', '127.0.0.1', '--port', port ?? '8000', '--initial-replicas', '2', '--log-format', 'pretty', ...extra.filter((_, i) => i !== portIdx && i !== portIdx + 1)];
+// The demo's settings first, the user's flags after them: the parser keeps the last occurrence,
+// so `npm start -- --port=9000 --host 0.0.0.0` overrides them whichever spelling is used.
+const argv = ['--config', 'config/demo.json', '--host', '127.0.0.1', '--port', '8000', '--initial-replicas', '2', '--log-format', 'pretty', ...process.argv.slice(2)];
+// The address printed is the one the router will listen on, read by the router's own loader
+// (a bad flag exits 2 here, exactly as main.js would, before any banner).
+const config = loadConfigOrExit(argv, process.env);
+process.argv = [process.argv[0]!, join(here, 'main.js'), ...argv];
 
-const url = `http://127.0.0.1:${port}`;
+const url = clientUrl(config.listenHost, config.listenPort);
 process.stdout.write(`
-affinity-router demo: 2 simulated replicas launched into 3 device slots (config/demo.json)
+affinity-router demo: ${config.initialReplicas} simulated replicas launched into ${config.slots.length} device slots (config/demo.json)
 
   router      ${url}            admin token: ${token}
   chat        curl -s ${url}/v1/chat/completions -H 'content-type: application/json' \\

@@ -107,6 +107,43 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
   });
 });
 
+describe('admin API with --admin-open (SPEC §1)', () => {
+  let router: TestRouter;
+  before(async () => {
+    const sim = await spawnSim({ name: 'o0' });
+    router = await startTestRouter({ replicas: [{ name: 'o0', host: '127.0.0.1', port: sim.port }] }, ['--admin-open']);
+  });
+  after(async () => {
+    await router?.close();
+    await stopAllSims();
+  });
+
+  it('serves every admin route without a token, reads and writes alike (pypto-serving-router behaviour), and warns at start', async () => {
+    // The warning that the admin API is open to anyone, logged once at start.
+    assert.ok(router.logs().some((l) => l['level'] === 40 && /admin API .* is open to anyone/.test(String(l['msg']))), 'no start-up warning');
+    // Reads: no Authorization header at all.
+    const list = await adminCall(router, 'GET', '/replicas', { token: null });
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.body.replicas.map((r: { name: string }) => r.name), ['o0']);
+    assert.equal((await adminCall(router, 'GET', '/fleet', { token: null })).status, 200);
+    assert.equal((await adminCall(router, 'GET', '/sessions', { token: null })).status, 200);
+    // Writes are open too (no 401/403), and take effect.
+    const pin = await adminCall(router, 'PUT', '/sessions/open-1', { token: null, body: { replica: 'o0' } });
+    assert.equal(pin.status, 200);
+    assert.equal((await adminCall(router, 'GET', '/sessions/open-1', { token: null })).body.replica, 'o0');
+    assert.equal((await adminCall(router, 'DELETE', '/sessions/open-1', { token: null })).status, 204);
+    const drain = await adminCall(router, 'PATCH', '/replicas/o0', { token: null, body: { draining: true } });
+    assert.equal(drain.status, 200);
+    assert.equal((await adminCall(router, 'GET', '/replicas', { token: null })).body.replicas[0].draining, true);
+    assert.equal((await adminCall(router, 'PATCH', '/replicas/o0', { token: null, body: { draining: false } })).status, 200);
+    // A bearer token, right or wrong, changes nothing: there is none to compare with.
+    assert.equal((await adminCall(router, 'GET', '/replicas', { token: 'anything' })).status, 200);
+    // The audit line names the caller "open".
+    const line = await router.waitForLog((l) => l['event'] === 'audit' && String(l['what']).startsWith('patch o0'));
+    assert.equal(line['who'], 'open');
+  });
+});
+
 describe('stop_command', () => {
   after(stopAllSims);
 

@@ -46,9 +46,16 @@ function runMain(args: string[], env: Record<string, string> = {}): Promise<Exit
   });
 }
 
-/** Asserts exit code 2 and that stderr holds `error: <path>: ` lines matching each expectation. */
+/**
+ * Asserts exit code 2, that the router never got as far as listening (no `listening` line, as
+ * app.factory.ts logs it in either log format), and that stderr holds `error: <path>: ` lines
+ * matching each expectation.
+ */
 function assertConfigExit(result: Exit, expected: readonly [path: string, message: RegExp][]): void {
   assert.equal(result.code, 2, `exit code; stderr: ${result.stderr}`);
+  for (const [name, text] of [['stdout', result.stdout], ['stderr', result.stderr]] as const) {
+    assert.doesNotMatch(text, /"event":"listening"|affinity-router listening/, `${name} has the listening line`);
+  }
   const lines = result.stderr.split('\n').filter((l) => l.startsWith('error: '));
   for (const [path, message] of expected) {
     const line = lines.find((l) => l.startsWith(`error: ${path}: `));
@@ -93,6 +100,22 @@ describe('main exits 2 on invalid config or flags', () => {
   it('names an unknown placeholder at its element path', async () => {
     const bad = file('template.json', { hosts: [{ devices: [0], command: ['serve', '--port', '{port}', '{gpu}'] }] });
     assertConfigExit(await runMain(['--config', bad]), [['hosts[0].command[3]', /^unknown placeholder \{gpu\}/]]);
+  });
+
+  it('names an unsafe replica name and an unsafe host name at their paths', async () => {
+    const replica = file('unsafe-replica.json', { replicas: [{ host: '127.0.0.1', port: 9000 }, { name: 'gpu 1/evil', host: '127.0.0.1', port: 9001 }] });
+    assertConfigExit(await runMain(['--config', replica]), [['replicas[1].name', /^must be 1-64 characters of A-Z a-z 0-9 \. _ : -, got "gpu 1\/evil"/]]);
+    const host = file('unsafe-host.json', { hosts: [{ name: 'node$(id)', devices: [0], model: 'm' }] });
+    assertConfigExit(await runMain(['--config', host]), [['hosts[0].name', /^must be 1-64 characters of A-Z a-z 0-9 \. _ : -, got "node\$\(id\)"/]]);
+  });
+
+  it('refuses a static replica named like a generated slot', async () => {
+    // Host h, devices [0,1], one device per replica: slots h-d0 and h-d1.
+    const clash = file('slot-name.json', {
+      hosts: [{ name: 'h', devices: [0, 1], devices_per_replica: 1, port_base: 41000, model: 'm' }],
+      replicas: [{ name: 'h-d0', host: '127.0.0.1', port: 9000 }],
+    });
+    assertConfigExit(await runMain(['--config', clash]), [['replicas[0].name', /"h-d0" is already the name of a device slot of hosts\[0\]/]]);
   });
 
   it('reports invalid JSON and a missing file at path config, naming the file', async () => {

@@ -35,7 +35,7 @@ describe('data plane (SPEC §3)', () => {
     const before = (await sim.stats()).requests;
     const r = await simRequest(`${router.url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-session-id': 'big' },
+      headers: { 'content-type': 'application/json', 'x-session-id': 'big', 'x-request-id': 'req-413' },
       body: Buffer.alloc(7 * 1024 * 1024, 0x20),
     });
     assert.equal(r.status, 413);
@@ -43,8 +43,12 @@ describe('data plane (SPEC §3)', () => {
     const e = JSON.parse(r.body.toString()) as Record<string, unknown>;
     assert.deepEqual({ object: e['object'], type: e['type'], code: e['code'] }, { object: 'error', type: 'invalid_request_error', code: 'body_too_large' });
     assert.equal(typeof e['message'], 'string');
+    // The router headers of SPEC §3, on an error answered before any routing: no replica was
+    // chosen, so no X-Router-Replica, and the affinity decision is `none`.
     assert.equal(r.headers['x-session-id'], 'big');
-    assert.ok(r.headers['x-request-id']);
+    assert.equal(r.headers['x-request-id'], 'req-413');
+    assert.equal(r.headers['x-router-affinity'], 'none');
+    assert.equal(r.headers['x-router-replica'], undefined);
     assert.equal((await sim.stats()).requests, before);
   });
 
@@ -55,10 +59,17 @@ describe('data plane (SPEC §3)', () => {
       body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 20, messages: [{ role: 'user', content: 'count' }] }),
     });
     assert.equal(s.status, 200);
+    // All four router headers (SPEC §3) on the stream's response head.
     assert.equal(s.headers['x-session-id'], 'streamer');
     assert.equal(s.headers['x-router-replica'], 'only');
+    assert.equal(s.headers['x-router-affinity'], 'initialize');
+    const reqId = String(s.headers['x-request-id']);
+    assert.match(reqId, /^[A-Za-z0-9._:-]{1,128}$/);
     assert.match(String(s.headers['content-type']), /^text\/event-stream/);
     assert.equal(await s.done, 'end');
+    // The same request and session ids went upstream with the stream request.
+    const seen = (await sim.stats()).last_request!.headers;
+    assert.deepEqual([seen['x-request-id'], seen['x-session-id']], [reqId, 'streamer']);
     const ev = s.events;
     assert.equal(ev.at(-1)?.data, '[DONE]');
     // 20 token chunks, then the finish chunk (sent right after the last token)
@@ -195,9 +206,63 @@ describe('data plane failures (SPEC §3, §5)', () => {
       const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from('{"messages":[]}') });
       assert.equal(r.status, 504);
       assert.equal((JSON.parse(r.body.toString()) as { code: string }).code, 'replica_timeout');
+      // The router headers of SPEC §3 on a 504: the minted session, the replica tried, the decision.
       assert.equal(r.headers['x-router-replica'], 'slow');
+      assert.match(String(r.headers['x-session-id']), /^[0-9a-f]{32}$/);
+      assert.match(String(r.headers['x-request-id']), /^[A-Za-z0-9._:-]{1,128}$/);
+      assert.equal(r.headers['x-router-affinity'], 'initialize');
       await waitFor(() => router.outstanding('slow') === 0, 1_000, 'outstanding back to 0');
       await waitFor(async () => (await sim.stats()).aborted >= 1, 1_000, 'the simulator to see the abort');
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('destroys the upstream request within 1 s when the client of a non-stream request disconnects, before or after the response head', async () => {
+    const sim = await spawnSim({ name: 'gen', args: ['--itl-ms', '50'] });
+    const router = await startTestRouter({ replicas: [{ name: 'gen', host: '127.0.0.1', port: sim.port }] }, ['--health-interval', '60']);
+    /** Sends a non-stream chat and resolves once the simulator holds it; `destroy()` is the client going away. */
+    const send = async (maxTokens: number): Promise<{ head: Promise<http.IncomingMessage>; destroy(): void }> => {
+      const body = JSON.stringify({ model: 'sim-model', max_tokens: maxTokens, messages: [{ role: 'user', content: 'write a lot' }] });
+      const req = http.request(`${router.url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } });
+      req.on('error', () => undefined); // our own destroy
+      const head = new Promise<http.IncomingMessage>((ok) => req.once('response', (res) => {
+        res.on('error', () => undefined);
+        ok(res);
+      }));
+      req.end(body);
+      await waitFor(async () => (await sim.stats()).inflight === 1, 5_000, 'the simulator to hold the request');
+      assert.equal(router.outstanding('gen'), 1);
+      return { head, destroy: () => req.destroy() };
+    };
+    const assertAbortSeen = async (aborted: number, cut: number): Promise<void> => {
+      await waitFor(async () => (await sim.stats()).aborted === aborted + 1, 1_000, 'the simulator to count the abort');
+      assert.ok(performance.now() - cut < 1_000, `abort seen ${Math.round(performance.now() - cut)} ms after the disconnect`);
+      await waitFor(() => router.outstanding('gen') === 0, 1_000, 'outstanding back to 0');
+      const st = await sim.stats();
+      assert.deepEqual([st.inflight, st.completed], [0, 0]);
+    };
+    try {
+      // 1. While the replica generates (400 tokens at 50 ms: 20 s), before any response byte.
+      let aborted = (await sim.stats()).aborted;
+      const generating = await send(400);
+      let cut = performance.now();
+      generating.destroy();
+      await assertAbortSeen(aborted, cut);
+
+      // 2. After the head and half the body arrived (the replica stalls mid-body).
+      await sim.setFaults({ hang: 'body' });
+      aborted = (await sim.stats()).aborted;
+      const stalled = await send(4);
+      // Generation (4 tokens) runs first; the head and half the body follow, then the stall.
+      const res = await Promise.race([stalled.head, new Promise<undefined>((done) => setTimeout(() => done(undefined), 10_000))]);
+      assert.ok(res, 'no response head within 10 s');
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers['x-router-replica'], 'gen');
+      await new Promise<void>((ok) => res.once('data', () => ok()));
+      cut = performance.now();
+      stalled.destroy();
+      await assertAbortSeen(aborted, cut);
     } finally {
       await router.close();
     }

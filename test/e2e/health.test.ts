@@ -45,11 +45,15 @@ describe('health and failover (SPEC §5)', () => {
   it('retries a refused connection once on another replica and demotes the refusing one at once', async () => {
     const dead = await freePort();
     const good = await spawnSim({ name: 'good' });
+    // fall 5 and one poll a minute: the start-up probe is at most one failure of the five, so only
+    // the passive connect-failure signal can make "dead" unready by the time the request returns.
     const router = await startTestRouter(
-      { replicas: [{ name: 'dead', host: '127.0.0.1', port: dead }, { name: 'good', host: '127.0.0.1', port: good.port }] },
+      { replicas: [{ name: 'dead', host: '127.0.0.1', port: dead }, { name: 'good', host: '127.0.0.1', port: good.port }], health: { fall: 5 } },
       ['--health-interval', '60'],
     );
     try {
+      const deadReplica = router.app.get(RegistryService).get('dead')!;
+      assert.ok(deadReplica.failures < 5, `${deadReplica.failures} failed polls before the request`);
       // the first new session goes to index 0 = "dead"
       const r = await post(router, { 'x-session-id': 'first' });
       assert.equal(r.status, 200);
@@ -57,6 +61,9 @@ describe('health and failover (SPEC §5)', () => {
       assert.equal(r.headers['x-router-replica'], 'good');
       assert.equal(r.headers['x-router-affinity'], 'switch;reason=unhealthy');
       assert.equal(await ready(router, 'dead'), false);
+      const unready = router.logs().filter((l) => l['event'] === 'unready');
+      assert.deepEqual(unready.map((l) => l['replica']), ['dead']);
+      assert.match(String(unready[0]!['reason']), /^connect failed: .*ECONNREFUSED/);
       for (let i = 0; i < 5; i++) assert.equal((await post(router)).headers['x-replica-name'], 'good');
       assert.equal(router.outstanding('dead'), 0);
       assert.equal(router.outstanding('good'), 0);
@@ -94,19 +101,67 @@ describe('health and failover (SPEC §5)', () => {
     }
   });
 
-  it('answers 502 replica_unreachable when the retry cannot connect either', async () => {
+  it('retries a refused connection exactly once: when the retry is refused too, 502 replica_unreachable and a third, good replica sees nothing', async () => {
     const [a, b] = [await freePort(), await freePort()];
+    const good = await spawnSim({ name: 'good' });
+    // fall 5, one poll a minute: nothing but the data plane's own connect failures demotes a or b.
     const router = await startTestRouter(
-      { replicas: [{ name: 'a', host: '127.0.0.1', port: a }, { name: 'b', host: '127.0.0.1', port: b }] },
+      {
+        replicas: [{ name: 'a', host: '127.0.0.1', port: a }, { name: 'b', host: '127.0.0.1', port: b }, { name: 'good', host: '127.0.0.1', port: good.port }],
+        health: { fall: 5 },
+      },
       ['--health-interval', '60'],
+      { ROUTER_ADMIN_TOKEN: TEST_TOKEN },
     );
     try {
-      const r = await post(router, { 'x-session-id': 's' });
+      // Pinned to a (dead). When a refuses, the retry goes to the least-loaded routable replica with
+      // the rotating tiebreak: b (index 1 at cursor 0), also dead. A second retry could only go to
+      // "good", the one routable replica left.
+      assert.equal((await adminCall(router, 'PUT', '/sessions/s', { body: { replica: 'a' } })).status, 200);
+      const r = await post(router, { 'x-session-id': 's', 'x-request-id': 'req-502' });
       assert.equal(r.status, 502);
+      assert.equal(r.headers['content-type'], 'application/json');
       const e = JSON.parse(r.body.toString()) as Record<string, string>;
       assert.deepEqual([e['object'], e['type'], e['code']], ['error', 'bad_gateway', 'replica_unreachable']);
+      assert.equal(typeof e['message'], 'string');
+      // All four router headers (SPEC §3) on the 502: the replica of the last attempt, and the
+      // decision that moved the session off the refusing pin.
       assert.equal(r.headers['x-session-id'], 's');
+      assert.equal(r.headers['x-request-id'], 'req-502');
       assert.equal(r.headers['x-router-replica'], 'b');
+      assert.equal(r.headers['x-router-affinity'], 'switch;reason=unhealthy');
+      assert.deepEqual((await good.stats()).requests, 0, 'the good replica received a request: a second retry');
+      // Both refusals were seen (each demoted its replica at once); "good" was routable all along.
+      assert.deepEqual([await ready(router, 'a'), await ready(router, 'b'), await ready(router, 'good')], [false, false, true]);
+      assert.deepEqual(['a', 'b', 'good'].map((n) => router.outstanding(n)), [0, 0, 0]);
+      const next = await post(router, { 'x-session-id': 's' });
+      assert.equal(next.status, 200);
+      assert.equal(next.headers['x-replica-name'], 'good');
+      assert.equal((await good.stats()).requests, 1);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('starts static replicas ready: routable before any health poll has passed', async () => {
+    // Its /health answers 503 from the start and fall is 5: no poll can have made it ready.
+    const sim = await spawnSim({ name: 'fresh', args: ['--fault-health', 'not_ready'] });
+    const router = await startTestRouter(
+      { replicas: [{ name: 'fresh', host: '127.0.0.1', port: sim.port }], health: { fall: 5 } },
+      ['--health-interval', '60'],
+      { ROUTER_ADMIN_TOKEN: TEST_TOKEN },
+    );
+    try {
+      const list = await adminCall(router, 'GET', '/replicas');
+      assert.equal(list.status, 200);
+      const view = (list.body.replicas as Array<{ name: string; ready: boolean; state: string; kind: string }>)[0]!;
+      assert.deepEqual([view.name, view.kind, view.ready, view.state], ['fresh', 'static', true, 'ready']);
+      assert.equal((await simRequest(`${router.url}/readyz`)).status, 200);
+      assert.equal((await health(router)).body.replicas_ready, 1);
+      const r = await post(router);
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['x-replica-name'], 'fresh');
+      assert.equal(router.logs().some((l) => l['event'] === 'ready' && l['replica'] === 'fresh'), false, 'promoted by the poller');
     } finally {
       await router.close();
     }
@@ -192,12 +247,16 @@ describe('health and failover (SPEC §5)', () => {
       assert.equal(h.body.status, 'no_replicas');
       for (let i = 0; i < 5; i++) {
         const t0 = performance.now();
-        const r = await post(router, { 'x-session-id': 'lonely' });
+        const r = await post(router, { 'x-session-id': 'lonely', 'x-request-id': `lonely-${i}` });
         const took = performance.now() - t0;
         assert.equal(r.status, 503);
         assert.ok(took < 100, `took ${took} ms`);
         assert.equal(r.headers['retry-after'], '1');
+        // The router headers of SPEC §3: no replica was chosen, the decision is `none`.
         assert.equal(r.headers['x-session-id'], 'lonely');
+        assert.equal(r.headers['x-request-id'], `lonely-${i}`);
+        assert.equal(r.headers['x-router-affinity'], 'none');
+        assert.equal(r.headers['x-router-replica'], undefined);
         assert.equal(r.headers['content-type'], 'application/json');
         const e = JSON.parse(r.body.toString()) as Record<string, string>;
         assert.deepEqual([e['object'], e['type'], e['code']], ['error', 'service_unavailable', 'no_replica_available']);
