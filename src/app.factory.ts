@@ -25,7 +25,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'errors are application/problem+json (RFC 9457) with a pypto-compatible `message` member.',
     )
     .setVersion('1')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ROUTER_ADMIN_TOKEN' })
+    // addSecurity, not addBearerAuth: that one adds `bearerFormat: "JWT"`, and the token is an opaque secret.
+    .addSecurity('bearer', { type: 'http', scheme: 'bearer', description: 'ROUTER_ADMIN_TOKEN (an opaque secret, not a JWT)' })
     .build();
   return SwaggerModule.createDocument(app, doc);
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, MAIN_ENTRY, type RouterProcess } from '../support/router-process.js';
-import { simHost } from '../support/fleet.js';
+import { fleetEvents, pidGone, replicaState, simHost } from '../support/fleet.js';
 import { spawn } from 'node:child_process';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
@@ -45,9 +45,18 @@ describe('router process lifecycle (SPEC §6)', () => {
     killedPids.push(...pids);
     assert.equal((await simRequest(`${router.url}/readyz`)).status, 200);
     const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat({ stream: true, max_tokens: 15 }) });
+    let finished = false;
+    void s.done.then(() => (finished = true));
     await s.waitForEvents(1);
     router.child.kill('SIGTERM');
-    await waitFor(async () => (await simRequest(`${router.url}/readyz`)).status === 503, 2_000, '/readyz to turn 503');
+    const ready = await waitFor(async () => {
+      const r = await simRequest(`${router.url}/readyz`);
+      return r.status === 503 ? (JSON.parse(r.body.toString()) as { status: string; phase: string }) : undefined;
+    }, 2_000, '/readyz to turn 503');
+    assert.deepEqual([ready.status, ready.phase], ['stopping', 'stopping'], 'not ready because the router is stopping');
+    // 503 came first: the stream (15 tokens, 100 ms apart) was still running at that moment.
+    assert.equal(finished, false, 'the stream was still running when /readyz answered 503');
+    assert.ok(s.events.length < 17, `${s.events.length} of 17 events had arrived`);
     const refused = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from(chat()) });
     assert.equal(refused.status, 503);
     assert.equal(refused.headers['connection'], 'close');
@@ -56,6 +65,51 @@ describe('router process lifecycle (SPEC §6)', () => {
     const exit = await router.exited();
     assert.equal(exit.code, 0);
     for (const pid of pids) assert.equal(pidAlive(pid), false, `replica pid ${pid} survived`);
+  });
+
+  it('on SIGINT stops every launched replica and exits 0', async () => {
+    const base = await freePortRange(2);
+    const cfg = writeTempConfig({ hosts: [simHost('i', [0, 1], base)] });
+    const router = await spawnRouter(['--config', cfg, '--initial-replicas', '2', '--health-interval', '0.2'], ENV);
+    procs.push(router);
+    const pids: number[] = (await waitFor(allReady(router), 15_000, 'ready replicas')).map((r: { pid: number }) => r.pid);
+    killedPids.push(...pids);
+    router.child.kill('SIGINT');
+    assert.equal((await router.exited()).code, 0);
+    for (const pid of pids) assert.equal(pidAlive(pid), false, `replica pid ${pid} survived`);
+    assert.ok(router.logs().some((l) => l['event'] === 'shutdown' && l['signal'] === 'SIGINT'));
+  });
+
+  it('exits at once (130) on a second SIGINT during the drain; the replicas it did not stop yet are adopted by the next start', async () => {
+    const base = await freePortRange(1);
+    const state = join(mkdtempSync(join(tmpdir(), 'ar-twice-')), 'state.json');
+    const cfg = writeTempConfig({ hosts: [simHost('f', [0], base, ['--itl-ms', '100'])] });
+    const args = ['--config', cfg, '--initial-replicas', '1', '--health-interval', '0.2', '--state-file', state];
+    const router = await spawnRouter(args, ENV);
+    procs.push(router);
+    const [rep] = await waitFor(allReady(router), 15_000, 'ready replica');
+    killedPids.push(rep.pid);
+    const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat({ stream: true, max_tokens: 200 }) });
+    await s.waitForEvents(1);
+    router.child.kill('SIGINT');
+    await router.waitForLog((l) => l['event'] === 'drain' && l['replica'] === 'f-d0');
+    const t0 = performance.now();
+    router.child.kill('SIGINT');
+    const exit = await router.exited();
+    assert.equal(exit.code, 130);
+    assert.ok(performance.now() - t0 < 5_000, 'exited at once, not after the 20 s stream');
+    assert.ok(router.logs().some((l) => l['event'] === 'shutdown_forced' && l['signal'] === 'SIGINT'));
+    assert.notEqual(await s.done, 'end', 'the stream in flight was cut, not finished');
+    assert.equal(pidAlive(rep.pid), true, 'a replica not stopped yet keeps running');
+    assert.deepEqual(JSON.parse(readFileSync(state, 'utf8')).replicas.map((r: { slot: string; pid: number }) => [r.slot, r.pid]), [['f-d0', rep.pid]]);
+
+    const next = await spawnRouter(args, ENV);
+    procs.push(next);
+    const list = (await adminCall(next, 'GET', '/replicas')).body.replicas;
+    assert.deepEqual(list.map((r: { name: string; kind: string; pid: number }) => [r.name, r.kind, r.pid]), [['f-d0', 'adopted', rep.pid]]);
+    next.child.kill('SIGTERM');
+    assert.equal((await next.exited()).code, 0);
+    assert.ok(pidGone(rep.pid), 'the clean shutdown of the next start stops it');
   });
 
   it('after kill -9 adopts the same pids on restart, keeps their sessions, launches nothing extra, reports the dead one as an orphan', async () => {
@@ -94,6 +148,16 @@ describe('router process lifecycle (SPEC §6)', () => {
     const launched = list.replicas.filter((r: { kind: string }) => r.kind === 'launched');
     assert.deepEqual(launched.map((r: { name: string }) => r.name), ['a-d2']);
     assert.equal(second.logs().filter((l) => l['event'] === 'launch').length, 1);
+    // The lifecycle lines and counters an operator reads after a crash.
+    for (const r of before.filter((x) => x.name !== 'a-d2')) {
+      assert.ok(second.logs().some((l) => l['event'] === 'adopt' && l['replica'] === r.name && l['pid'] === r.pid), `adopt line of ${r.name}`);
+    }
+    const orphanLine = second.logs().find((l) => l['event'] === 'orphan');
+    assert.deepEqual([orphanLine?.['slot'], orphanLine?.['devices'], orphanLine?.['host']], ['a-d2', [2], 'a']);
+    assert.ok(second.logs().some((l) => l['event'] === 'adoption_done' && l['orphans'] === 1));
+    assert.equal(second.logs().some((l) => l['event'] === 'adopt_pid_unproven'), false, 'the pids the router launched are proven');
+    assert.deepEqual(await fleetEvents(second), { launch: 1, stop: 0, adoption: 2, launch_failure: 0, launch_timeout: 0, exit: 0 });
+    assert.equal(await replicaState(second, 'a-d0'), 'ready');
     for (const [id, replica] of sessions) {
       if (replica === 'a-d2') continue;
       const r = await simRequest(`${second.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': id }, body: Buffer.from(chat()) });

@@ -1,9 +1,13 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { spawnSim, simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { freePortRange, pidAlive } from '../support/router-process.js';
-import { simHost } from '../support/fleet.js';
+import { fleetEvents, replicaState, simHost } from '../support/fleet.js';
 
 const TOKEN_ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 
@@ -49,6 +53,59 @@ describe('fleet (SPEC §6)', () => {
     assert.equal(JSON.parse(stats).devices, '0,1');
   });
 
+  it('routes nothing to a launched simulator that listens but fails its health checks, until it passes them', async () => {
+    const base = await freePortRange(1);
+    const router = await start({ hosts: [simHost('u', [0], base, ['--fault-health', 'not_ready'])] }, ['--initial-replicas', '1']);
+    const sim = `http://127.0.0.1:${base}`;
+    await waitFor(async () => (await simRequest(`${sim}/__sim/stats`).catch(() => undefined))?.status === 200, 10_000, 'the simulator to listen');
+    // Listening, and probed twice by the router with 503 not_ready: still not promoted.
+    const probed = async () => (await adminCall(router, 'GET', '/replicas')).body.replicas[0] as { state: string; last_health: { status?: number; at: string } | null };
+    const first = await waitFor(async () => ((await probed()).last_health?.status === 503 ? (await probed()).last_health!.at : undefined), 5_000, 'a failed health probe');
+    const second = await waitFor(async () => {
+      const r = await probed();
+      return r.last_health?.status === 503 && r.last_health.at !== first ? r : undefined;
+    }, 5_000, 'a second failed health probe');
+    assert.equal(second.state, 'launching');
+    assert.equal(await replicaState(router, 'u-d0'), 'launching');
+    const early = await post(router, 'early');
+    assert.equal(early.status, 503);
+    assert.equal(JSON.parse((await simRequest(`${sim}/__sim/stats`)).body.toString()).requests, 0, 'nothing reached the unhealthy replica');
+    await simRequest(`${sim}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ health: 'ok' }) });
+    await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas[0].ready, 5_000, 'promotion once healthy');
+    assert.equal(await replicaState(router, 'u-d0'), 'ready');
+    const now = await post(router, 'now');
+    assert.equal(now.status, 200);
+    assert.equal(now.headers['x-replica-name'], 'u-d0');
+    assert.equal(JSON.parse((await simRequest(`${sim}/__sim/stats`)).body.toString()).requests, 1);
+  });
+
+  it('makes four 2-device slots of devices 0..7 (h-d0,h-d2,h-d4,h-d6 on port_base+0,2,4,6) and launches the first with --devices 0,1', async () => {
+    const base = await freePortRange(8);
+    const router = await start({ hosts: [simHost('h', [0, 1, 2, 3, 4, 5, 6, 7], base, [], { devices_per_replica: 2 })] }, ['--initial-replicas', '0']);
+    const fleet = (await adminCall(router, 'GET', '/fleet')).body;
+    assert.deepEqual(
+      fleet.slots.map((x: { name: string; port: number; devices: number[]; state: string }) => [x.name, x.port, x.devices, x.state]),
+      [
+        ['h-d0', base, [0, 1], 'free'],
+        ['h-d2', base + 2, [2, 3], 'free'],
+        ['h-d4', base + 4, [4, 5], 'free'],
+        ['h-d6', base + 6, [6, 7], 'free'],
+      ],
+    );
+    assert.deepEqual(fleet.capacity, { owned: 0, ceiling: 4, free_slots: ['h-d0', 'h-d2', 'h-d4', 'h-d6'] });
+    const launched = await adminCall(router, 'POST', '/replicas');
+    assert.equal(launched.status, 202);
+    assert.equal(launched.body.name, 'h-d0');
+    assert.equal(launched.body.url, `http://127.0.0.1:${base}`);
+    await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas[0]?.ready, 10_000, 'h-d0 ready');
+    const stats = JSON.parse((await simRequest(`http://127.0.0.1:${base}/__sim/stats`)).body.toString()) as { devices: string; port: number };
+    assert.equal(stats.devices, '0,1');
+    assert.equal(stats.port, base);
+    const after = (await adminCall(router, 'GET', '/fleet')).body;
+    assert.deepEqual(after.slots[0], { name: 'h-d0', host: 'h', devices: [0, 1], port: base, state: 'reserved', replica: 'h-d0' });
+    assert.deepEqual(after.capacity.free_slots, ['h-d2', 'h-d4', 'h-d6']);
+  });
+
   it('gives 20 concurrent launches exactly the 3 free slots; the rest get 409 with the capacity', async () => {
     const base = await freePortRange(3);
     const router = await start({ hosts: [simHost('c', [0, 1, 2], base)] }, ['--initial-replicas', '0']);
@@ -76,6 +133,18 @@ describe('fleet (SPEC §6)', () => {
     assert.equal((await adminCall(router, 'POST', '/replicas', { body: { host: 'nope' } })).status, 404);
   });
 
+  it('answers 502 when the launch command cannot start, frees the slot and counts a launch_failure', async () => {
+    const base = await freePortRange(1);
+    const host = { ...simHost('x', [0], base), command: ['/nonexistent/serve-binary', '--port', '{port}'] };
+    const router = await start({ hosts: [host] }, ['--initial-replicas', '0']);
+    const r = await adminCall(router, 'POST', '/replicas');
+    assert.equal(r.status, 502);
+    assert.match(r.body.detail, /serve-binary/);
+    assert.deepEqual(r.body.capacity.free_slots, ['x-d0']);
+    assert.deepEqual(await fleetEvents(router), { launch: 0, stop: 0, adoption: 0, launch_failure: 1, launch_timeout: 0, exit: 0 });
+    await router.waitForLog((l) => l['event'] === 'launch_failed' && l['replica'] === 'x-d0');
+  });
+
   it('stops a replica not ready within --launch-timeout, frees its slot and reports the log path and tail', async () => {
     const base = await freePortRange(1);
     const router = await start({ hosts: [simHost('t', [0], base, ['--startup-delay', '60', '--show-startup-logs'])] }, ['--initial-replicas', '1', '--launch-timeout', '1']);
@@ -91,7 +160,15 @@ describe('fleet (SPEC §6)', () => {
     assert.deepEqual(fleet.capacity.free_slots, ['t-d0']);
     await waitFor(() => !pidAlive(pid), 5_000, 'the process to be gone');
     assert.equal((await adminCall(router, 'GET', '/replicas')).body.replicas.length, 0);
-    await router.waitForLog((l) => l['event'] === 'replica_failed' && Array.isArray(l['log_tail']));
+    const line = await router.waitForLog((l) => l['event'] === 'replica_failed' && l['replica'] === 't-d0');
+    assert.equal(line['log_path'], fleet.failures[0].log_path);
+    assert.match(String(line['log_path']), /t-d0\.log$/);
+    assert.ok(Array.isArray(line['log_tail']) && line['log_tail'].length > 0, 'the log line carries the log tail');
+    assert.ok((line['log_tail'] as string[]).some((l) => l.trim() !== ''), 'the tail has the replica output');
+    assert.match(String(line['reason']), /launch-timeout/);
+    await waitFor(async () => (await fleetEvents(router)).stop === 1, 5_000, 'the stop to be counted');
+    assert.deepEqual(await fleetEvents(router), { launch: 1, stop: 1, adoption: 0, launch_failure: 0, launch_timeout: 1, exit: 0 });
+    assert.equal(await replicaState(router, 't-d0'), undefined, 'no state series for a stopped replica');
   });
 
   it('drains on DELETE: a 3 s stream completes, its sessions re-route, nothing new goes to it, its process is gone', async () => {
@@ -105,16 +182,28 @@ describe('fleet (SPEC §6)', () => {
     await s.waitForEvents(2);
     const del = adminCall(router, 'DELETE', `/replicas/${victim}`);
     await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { name: string }) => r.name === victim)?.draining, 2_000, 'draining');
+    assert.equal(await replicaState(router, victim), 'draining');
+    assert.equal(await replicaState(router, other), 'ready');
+    const drainLine = await router.waitForLog((l) => l['event'] === 'drain' && l['replica'] === victim);
+    assert.equal(drainLine['outstanding'], 1);
     const next = await post(router, 'long');
     assert.equal(next.headers['x-replica-name'], other);
     for (let i = 0; i < 4; i++) assert.equal((await post(router, `new-${i}`)).headers['x-replica-name'], other);
     assert.equal(await s.done, 'end');
+    // Intact: 30 token chunks in order, the finish chunk, then [DONE]; nothing lost or doubled.
+    assert.equal(s.events.length, 32);
     assert.equal(s.events.at(-1)?.data, '[DONE]');
+    const chunks = s.events.slice(0, -1).map((e) => JSON.parse(e.data) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });
+    assert.equal(chunks.filter((c) => (c.choices[0]?.delta.content ?? '') !== '').length, 30);
+    assert.deepEqual(chunks.map((c) => c.choices[0]?.finish_reason ?? null).filter((f) => f !== null), ['length']);
     const answer = await del;
     assert.equal(answer.status, 200);
     assert.equal(answer.body.stopped, true);
     assert.equal(answer.body.name, victim);
     assert.ok(!pidAlive(pid), 'process gone');
+    assert.deepEqual(await fleetEvents(router), { launch: 2, stop: 1, adoption: 0, launch_failure: 0, launch_timeout: 0, exit: 0 });
+    assert.equal(await replicaState(router, victim), undefined);
+    await router.waitForLog((l) => l['event'] === 'stop' && l['replica'] === victim && l['pid'] === pid);
   });
 
   it('cuts a stream still running at --drain-timeout with the error event', async () => {
@@ -169,5 +258,79 @@ describe('fleet (SPEC §6)', () => {
     const back = await adminCall(router, 'PATCH', '/replicas/sa', { body: { draining: false } });
     assert.equal(back.body.draining, false);
     assert.equal(back.body.ready, true);
+  });
+});
+
+describe('adoption proves a recorded pid before it may be signalled (SPEC §6)', () => {
+  const routers: TestRouter[] = [];
+  const sleepers: number[] = [];
+  after(async () => {
+    for (const r of routers) await r.close().catch(() => undefined);
+    for (const pid of sleepers) if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
+    await stopAllSims();
+  });
+
+  /** A state file recording slot `<host>-d0` at `port` with `pid`. */
+  const stateFile = (host: string, port: number, pid: number): string => {
+    const path = join(mkdtempSync(join(tmpdir(), 'ar-adopt-')), 'state.json');
+    const replica = { slot: `${host}-d0`, host, devices: [0], address: '127.0.0.1', port, scheme: 'http', pid, launched_at: null, model: 'sim-model' };
+    writeFileSync(path, JSON.stringify({ version: 1, epoch: 1, replicas: [replica], sessions: [] }));
+    return path;
+  };
+
+  it('adopts a live endpoint whose recorded pid is another live process without that pid, and never signals it', async () => {
+    const base = await freePortRange(1);
+    const sim = await spawnSim({ name: 'v-d0', port: base });
+    // The recorded pid is alive but is not the replica: a process group of its own, so a wrong
+    // stop (kill -TERM -pid) would end it.
+    const sleeper = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    sleepers.push(sleeper.pid!);
+    const state = stateFile('v', base, sleeper.pid!);
+    const router = await startTestRouter({ hosts: [simHost('v', [0], base)] }, ['--initial-replicas', '1', '--state-file', state], TOKEN_ENV);
+    routers.push(router);
+    const [rep] = (await adminCall(router, 'GET', '/replicas')).body.replicas;
+    assert.deepEqual([rep.name, rep.kind, rep.ready, rep.pid], ['v-d0', 'adopted', true, null]);
+    const why = await router.waitForLog((l) => l['event'] === 'adopt_pid_unproven');
+    assert.equal(why['recorded_pid'], sleeper.pid);
+    assert.match(String(why['reason']), new RegExp(`neither pid ${sleeper.pid} nor its process group holds the socket listening on port ${base}`));
+    assert.equal((await router.waitForLog((l) => l['event'] === 'adopt'))['pid'], null);
+    assert.equal(JSON.parse(readFileSync(state, 'utf8')).replicas[0].pid, null, 'the unproven pid is not kept in the state file');
+    assert.equal((await post(router, 'adopted')).headers['x-replica-name'], 'v-d0', 'routed to');
+    assert.equal((await sim.stats()).by_path['/v1/chat/completions'], 1);
+
+    const del = await adminCall(router, 'DELETE', '/replicas/v-d0');
+    assert.equal(del.status, 409);
+    assert.match(del.body.detail, /cannot stop 'v-d0'.*without a proven pid.*no stop_command/);
+    assert.equal((await adminCall(router, 'GET', '/replicas')).body.replicas[0].state, 'ready', 'a refused DELETE changes nothing');
+
+    await router.close();
+    await router.waitForLog((l) => l['event'] === 'stop_skipped' && l['replica'] === 'v-d0');
+    assert.equal(pidAlive(sleeper.pid!), true, 'the recorded pid was never signalled');
+    assert.equal((await sim.stats()).name, 'v-d0', 'the replica keeps running');
+    assert.equal(router.logs().some((l) => l['event'] === 'stop' && l['replica'] === 'v-d0'), false);
+    const left = JSON.parse(readFileSync(state, 'utf8')).replicas as Array<{ slot: string; pid: number | null }>;
+    assert.deepEqual(left.map((r) => [r.slot, r.pid]), [['v-d0', null]], 'a replica left running stays recorded for the next start');
+  });
+
+  it('adopts a live endpoint whose recorded pid is dead without a pid; DELETE stops it with the stop_command', async () => {
+    const base = await freePortRange(1);
+    const sim = await spawnSim({ name: 'w-d0', port: base });
+    const gone = spawn('true', [], { stdio: 'ignore' });
+    await new Promise((done) => gone.once('exit', done));
+    const state = stateFile('w', base, gone.pid!);
+    const host = simHost('w', [0], base, [], { stop_command: ['pkill', '-f', 'replica.js --port {port} '] });
+    const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1', '--state-file', state], TOKEN_ENV);
+    routers.push(router);
+    const [rep] = (await adminCall(router, 'GET', '/replicas')).body.replicas;
+    assert.deepEqual([rep.name, rep.kind, rep.ready, rep.pid], ['w-d0', 'adopted', true, null]);
+    const why = await router.waitForLog((l) => l['event'] === 'adopt_pid_unproven');
+    assert.match(String(why['reason']), new RegExp(`pid ${gone.pid} is not alive`));
+    const del = await adminCall(router, 'DELETE', '/replicas/w-d0');
+    assert.equal(del.status, 200);
+    assert.equal(del.body.stopped, true);
+    await sim.exited(); // stopped by the stop_command: the router had no pid to signal
+    assert.equal(pidAlive(sim.pid), false);
+    assert.equal(router.logs().some((l) => l['event'] === 'stop_failed'), false);
+    assert.deepEqual(await fleetEvents(router), { launch: 0, stop: 1, adoption: 1, launch_failure: 0, launch_timeout: 0, exit: 0 });
   });
 });

@@ -1,7 +1,8 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SIM_ENTRY } from './sim-process.js';
+import { SIM_ENTRY, simRequest } from './sim-process.js';
+import { parseProm, sum } from './prom.js';
 
 /** A local host whose replicas are simulator processes (config-file shape). */
 export function simHost(name: string, devices: number[], portBase: number, simArgs: string[] = [], extra: Record<string, unknown> = {}) {
@@ -14,4 +15,37 @@ export function simHost(name: string, devices: number[], portBase: number, simAr
     log_dir: mkdtempSync(join(tmpdir(), 'ar-fleet-')),
     ...extra,
   };
+}
+
+/** The fleet lifecycle counters of `/metrics` (`affinity_router_fleet_events_total{event}`). */
+export async function fleetEvents(router: { url: string }): Promise<Record<string, number>> {
+  const { samples } = parseProm((await simRequest(`${router.url}/metrics`)).body.toString());
+  const events = ['launch', 'stop', 'adoption', 'launch_failure', 'launch_timeout', 'exit'];
+  return Object.fromEntries(events.map((event) => [event, sum(samples, 'affinity_router_fleet_events_total', { event })]));
+}
+
+/** The state `affinity_router_replica_state` marks 1 for `replica` in `/metrics`, or undefined when it has none. */
+export async function replicaState(router: { url: string }, replica: string): Promise<string | undefined> {
+  const { samples } = parseProm((await simRequest(`${router.url}/metrics`)).body.toString());
+  const on = samples.filter((s) => s.name === 'affinity_router_replica_state' && s.labels['replica'] === replica && s.value === 1);
+  if (on.length > 1) throw new Error(`replica ${replica} is in ${on.length} states at once`);
+  return on[0]?.labels['state'];
+}
+
+/**
+ * True once `pid` no longer runs. A zombie counts as gone: a replica whose router was killed is
+ * reparented to PID 1, which in a container may never reap it.
+ */
+export function pidGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
 }

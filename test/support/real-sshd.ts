@@ -1,7 +1,8 @@
 /**
  * Starts the system OpenSSH server (/usr/sbin/sshd) for tests, on a free loopback port with its
  * own temp config, host key and authorized key. Only possible as root; otherwise (or without
- * sshd) startRealSshd() returns null and the tests skip.
+ * sshd) startRealSshd() returns null and the tests skip, unless REQUIRE_SSHD=1 (set by .ci/run
+ * when it runs as root): then an unavailable sshd is an error, so CI cannot pass by skipping.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -28,11 +29,16 @@ export interface RealSshd {
   close(): Promise<void>;
 }
 
-/** Why startRealSshd() returned null, for the skip message. */
+/**
+ * Why startRealSshd() would return null, for the skip message; null when sshd can run. Throws
+ * instead when REQUIRE_SSHD=1, so a required real-sshd test fails rather than skips.
+ */
 export function realSshdUnavailableReason(): string | null {
-  if (!existsSync(SSHD)) return `${SSHD} is not installed`;
-  if (process.getuid?.() !== 0) return 'tests are not running as root';
-  return null;
+  const reason = !existsSync(SSHD) ? `${SSHD} is not installed` : process.getuid?.() !== 0 ? 'tests are not running as root' : null;
+  if (reason !== null && process.env['REQUIRE_SSHD'] === '1') {
+    throw new Error(`REQUIRE_SSHD=1 but the real-sshd tests cannot run: ${reason}`);
+  }
+  return reason;
 }
 
 async function freePort(): Promise<number> {

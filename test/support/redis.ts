@@ -8,7 +8,7 @@ import { waitFor } from './router.js';
 
 const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
 
-/** A throwaway redis-server on a loopback port (no persistence), or null when none is installed. */
+/** A throwaway redis-server on a loopback port (no persistence). */
 export interface TestRedis {
   readonly port: number;
   readonly url: string;
@@ -17,8 +17,12 @@ export interface TestRedis {
   restart(): Promise<void>;
 }
 
+/** A throwaway redis-server, or null when none is installed (an error instead with REQUIRE_REDIS=1, as .ci/run sets as root). */
 export async function startRedis(): Promise<TestRedis | null> {
-  if (REDIS_SERVER === undefined) return null;
+  if (REDIS_SERVER === undefined) {
+    if (process.env['REQUIRE_REDIS'] === '1') throw new Error('REQUIRE_REDIS=1 but redis-server is not installed (/usr/bin or /usr/local/bin)');
+    return null;
+  }
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'ar-redis-'));
   let child: ChildProcess | undefined;

@@ -48,8 +48,15 @@ export function spawnRouter(args: string[], env: Record<string, string> = {}, ti
     waitForLog: (pred, t = 10_000) => waitFor(() => lines.find(pred), t, 'router log line'),
     exited: () => exit,
   };
+  let gone = false;
+  void exit.then(() => (gone = true));
   return Promise.race([
-    waitFor(() => lines.find((l) => l['event'] === 'listening'), timeoutMs, 'the router to listen').then((l) => ({ ...proc, url: String(l['url']) })),
+    // The poll stops once the child exited (the other branch has rejected by then), so a router
+    // that exits 2 does not keep the test file alive until the deadline.
+    waitFor(() => gone || lines.find((l) => l['event'] === 'listening'), timeoutMs, 'the router to listen').then((l) => {
+      if (l === true) return new Promise<never>(() => undefined);
+      return { ...proc, url: String(l['url']) };
+    }),
     exit.then((e) => {
       throw new Error(`router exited (${e.code ?? e.signal}) before listening: ${err.slice(-2000)}`);
     }),

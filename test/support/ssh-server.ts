@@ -29,6 +29,8 @@ export interface TestSshServer {
   readonly hostPublicKey: string;
   /** Every exec command line received, in order. */
   readonly execLog: string[];
+  /** How each finished exec ended (exit code, or the signal that killed its shell), in order of finishing. */
+  readonly execResults: ExecOutcome[];
   /** TCP connections accepted so far. */
   readonly connections: number;
   /** Connections that passed authentication so far. */
@@ -40,6 +42,13 @@ export interface TestSshServer {
   /** Abruptly end every open client connection (the server keeps listening). */
   dropConnections(): void;
   close(): Promise<void>;
+}
+
+/** How one exec request's shell ended. */
+export interface ExecOutcome {
+  readonly command: string;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
 }
 
 /** Options of startSshServer. */
@@ -74,6 +83,7 @@ export async function startSshServer(opts: TestSshServerOptions = {}): Promise<T
   await writeFile(`${identityFile}.pub`, `${clientPair.public}\n`, { mode: 0o644 });
 
   const execLog: string[] = [];
+  const execResults: ExecOutcome[] = [];
   const conns = new Set<Connection>();
   const children = new Set<ChildProcess>();
   let connections = 0;
@@ -109,6 +119,7 @@ export async function startSshServer(opts: TestSshServerOptions = {}): Promise<T
     });
     child.on('close', (code, signal) => {
       children.delete(child);
+      execResults.push({ command, code, signal });
       if (code !== null) channel.exit(code);
       else {
         try {
@@ -159,6 +170,7 @@ export async function startSshServer(opts: TestSshServerOptions = {}): Promise<T
     hostKeyFingerprint: fingerprint,
     hostPublicKey: publicLine(hostKey),
     execLog,
+    execResults,
     get connections() {
       return connections;
     },

@@ -2,6 +2,7 @@ import { ForbiddenException, Inject, Injectable, UnauthorizedException, type Can
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { RouterConfig } from '../../config/router-config.js';
+import type { AuditState } from '../audit/audit.js';
 
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();
@@ -26,7 +27,8 @@ export class AdminTokenGuard implements CanActivate {
   }
 
   canActivate(ctx: ExecutionContext): boolean {
-    const req = ctx.switchToHttp().getRequest<FastifyRequest & { adminId?: string }>();
+    const req = ctx.switchToHttp().getRequest<FastifyRequest & AuditState>();
+    req.adminRoute = true; // a refusal below is audited too (the exception filter writes it)
     if (this.expected === undefined) {
       if (this.config.adminOpen) {
         req.adminId = 'open';

@@ -7,6 +7,7 @@ export const DOMAIN_ERROR_STATUS = {
   unknown_host: 404,
   unknown_session: 404,
   not_launched: 409,
+  not_stoppable: 409,
   pool_exhausted: 409,
   no_free_slot: 409,
   replica_not_routable: 409,

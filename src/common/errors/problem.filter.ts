@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, HttpException, Inject, type ExceptionFilter } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { auditRefusal } from '../audit/audit.js';
 import { APP_LOGGER } from '../logging/logging.module.js';
 import type { AppLogger } from '../logging/logger.js';
 import { DomainError } from './domain-error.js';
@@ -64,6 +65,7 @@ export class ProblemFilter implements ExceptionFilter {
       ...(code !== undefined ? { code } : {}),
       ...extra,
     };
+    auditRefusal(this.log, host.switchToHttp().getRequest<FastifyRequest>(), status, detail);
     if (status === 401) void reply.header('www-authenticate', 'Bearer');
     void reply.status(status).header('content-type', 'application/problem+json').send(JSON.stringify(body));
   }

@@ -13,7 +13,7 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { FleetService } from '../fleet/fleet.service.js';
 import { RegistryService } from '../registry/registry.service.js';
-import { audited } from './admin-audit.js';
+import { audited } from '../../common/audit/audit.js';
 import { DrainStateView, LaunchedView, StoppedView } from './dto/fleet.view.js';
 import { LaunchReplicasDto, PatchReplicaDto } from './dto/launch-replicas.dto.js';
 import { capacityView, replicaView, ReplicaListView, ReplicaView } from './dto/replica.view.js';
@@ -53,7 +53,7 @@ export class ReplicasController {
   @ApiOkResponse({ type: StoppedView, description: 'drained and stopped (wait=true, the default)' })
   @ApiAcceptedResponse({ type: DrainStateView, description: 'drain started or joined (wait=false)' })
   @ApiNotFoundResponse({ description: 'unknown replica' })
-  @ApiConflictResponse({ description: 'a static replica: not launched by this router' })
+  @ApiConflictResponse({ description: 'a static replica (not launched by this router), or an adopted one the router cannot stop (no proven pid, no stop_command)' })
   async remove(
     @Param('name') name: string,
     @Query('wait', new ParseBoolPipe({ optional: true })) wait: boolean | undefined,

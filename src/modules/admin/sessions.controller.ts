@@ -9,7 +9,7 @@ import { AffinityService } from '../affinity/affinity.service.js';
 import { VALID_SESSION_ID } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
-import { audited } from './admin-audit.js';
+import { audited } from '../../common/audit/audit.js';
 import { PinSessionDto, SessionCountsView, SessionView } from './dto/session.dto.js';
 
 @AdminController('sessions')

@@ -132,6 +132,9 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     } finally {
       ep.agent.destroy();
     }
+    // A recorded pid is kept only once proven to be the process serving the port: a stop signals
+    // its whole process group, and after a crash the pid may be dead or reused (SPEC §6).
+    const identity = h.status !== undefined && modelOk && entry.pid !== null ? await this.fleet.identify(slot, entry.pid, entry.port) : undefined;
     return () => {
       if (h.status === undefined) {
         this.orphan({ ...where, reason: `does not answer at ${ep.url} (${h.error ?? 'no answer'}); if a process still holds devices [${entry.devices.join(',')}] on ${entry.host}, stop it by hand` });
@@ -142,14 +145,22 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
         this.fleet.slots.reserve(slot.name, `foreign#${slot.name}`);
         return 'kept';
       }
-      const r = this.fleet.registerAdopted(slot, entry, h.ok);
+      const pid = identity?.proven === true ? entry.pid : null;
+      const r = this.fleet.registerAdopted(slot, entry, h.ok, pid);
       if (r === undefined) return 'skipped';
+      if (identity !== undefined && !identity.proven) {
+        const stop = this.fleet.record(r.name)?.stopArgv !== undefined ? 'its host\'s stop_command stops it' : 'stop it by hand (the host has no stop_command)';
+        this.log.warn(
+          { event: 'adopt_pid_unproven', replica: r.name, recorded_pid: entry.pid, reason: identity.reason },
+          `adopting ${r.name} without its recorded pid ${entry.pid}: ${identity.reason}; the router will never signal that pid, ${stop}`,
+        );
+      }
       if (!h.ok) {
         r.everReady = true; // an existing server: unready, not launching
         this.fleet.orphans.push({ ...where, reason: `answers ${h.status} at ${ep.url}: slot kept reserved, adopted as unready until its health checks pass` });
-        this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
+        this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status, pid }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
       } else {
-        this.log.info({ event: 'adopt', replica: r.name, pid: entry.pid, url: r.url }, `adopted ${r.name} (pid ${entry.pid}) without relaunching`);
+        this.log.info({ event: 'adopt', replica: r.name, pid, url: r.url }, `adopted ${r.name} (pid ${pid ?? 'unknown'}) without relaunching`);
       }
       return 'adopted';
     };

@@ -7,7 +7,7 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { PROCESS_ENV, type ProcessEnv } from '../../common/process-env.js';
 import { LauncherFactory } from '../launcher/launcher.factory.js';
-import type { ExitInfo } from '../launcher/launcher.transport.js';
+import type { ExitInfo, PidIdentity } from '../launcher/launcher.transport.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -181,6 +181,8 @@ export class FleetService {
       }
       const pid = r.placement?.pid;
       if (rec.transport.kind === 'ssh' && pid != null && !(await rec.transport.isAlive(pid).catch(() => true))) {
+        // The same event as a local child exiting before it was ready (exited()): counted as `exit`.
+        this.stats.exits++;
         await this.fail(rec, 'remote process is gone before becoming ready');
       }
     }
@@ -205,7 +207,7 @@ export class FleetService {
     };
     this.failures.unshift(report);
     this.failures.length = Math.min(this.failures.length, MAX_REPORTS);
-    this.log.error({ event: 'replica_failed', ...report }, `replica ${r.name} failed: ${reason}; log ${report.log_path}`);
+    this.log.error({ event: 'replica_failed', replica: r.name, ...report }, `replica ${r.name} failed: ${reason}; log ${report.log_path}`);
     await this.stop(rec);
   }
 
@@ -216,8 +218,21 @@ export class FleetService {
     const rec = this.records.get(name);
     if (r === undefined && rec === undefined) throw new DomainError('unknown_replica', `no replica named '${name}'`);
     if (rec === undefined) throw new DomainError('not_launched', `replica '${name}' was not launched by this router`, { capacity: this.capacity() });
+    if (rec.drain === undefined && !this.canStop(rec)) {
+      throw new DomainError(
+        'not_stoppable',
+        `the router cannot stop '${name}': it was adopted without a proven pid and host '${rec.host.name}' has no stop_command; ` +
+          'take it out of rotation with PATCH {"draining": true} and stop it by hand',
+        { capacity: this.capacity() },
+      );
+    }
     rec.drain ??= this.drainAndStop(rec, performance.now() + this.config.drainTimeoutMs);
     return { rec, done: rec.drain };
+  }
+
+  /** A replica can be stopped by its proven pid or by its host's stop_command. */
+  private canStop(rec: LaunchRecord): boolean {
+    return rec.replica.placement?.pid != null || rec.stopArgv !== undefined;
   }
 
   drainStatus(rec: LaunchRecord): DrainStatus {
@@ -277,22 +292,26 @@ export class FleetService {
       r.draining = true;
       this.routing.releasePins(r);
       const pid = r.placement?.pid ?? null;
-      if (pid === null && rec.stopArgv === undefined) {
-        // A replica adopted from a pypto-serving-router state file: no pid was recorded, and a
-        // process whose identity is not proven is never signalled.
+      if (!this.canStop(rec)) {
+        // Adopted without a proven pid (a pypto-serving-router state file, a dead or reused pid)
+        // and no stop_command: a process whose identity was not proven is never signalled. It
+        // keeps running, so it stays in the state file and the next start adopts it again.
+        rec.leftRunning = true;
+        if (!r.removed) this.registry.remove(r.name);
         this.log.warn(
           { event: 'stop_skipped', replica: r.name, host: rec.host.name, devices: rec.slot.devices },
-          `cannot stop ${r.name}: no pid was recorded and the host has no stop_command; stop it by hand`,
+          `cannot stop ${r.name}: its pid is not known (or not proven) and the host has no stop_command; it keeps running; stop it by hand`,
         );
-      } else {
-        try {
-          await rec.transport.stop({ pid, ...(rec.stopArgv ? { stopArgv: rec.stopArgv } : {}), env: rec.env, ...(rec.host.workdir !== undefined ? { workdir: rec.host.workdir } : {}), killAfterMs: KILL_AFTER_MS });
-        } catch (e) {
-          this.log.error({ event: 'stop_failed', replica: r.name, err: (e as Error).message }, `stopping ${r.name} failed: ${(e as Error).message}`);
-        }
-        const graceEnd = performance.now() + STOP_GRACE_MS;
-        while (performance.now() < graceEnd && (await probe(r.endpoint, this.config.health.path, 1_000)).status !== undefined) await delay(250);
+        this.persist();
+        return;
       }
+      try {
+        await rec.transport.stop({ pid, ...(rec.stopArgv ? { stopArgv: rec.stopArgv } : {}), env: rec.env, ...(rec.host.workdir !== undefined ? { workdir: rec.host.workdir } : {}), killAfterMs: KILL_AFTER_MS });
+      } catch (e) {
+        this.log.error({ event: 'stop_failed', replica: r.name, err: (e as Error).message }, `stopping ${r.name} failed: ${(e as Error).message}`);
+      }
+      const graceEnd = performance.now() + STOP_GRACE_MS;
+      while (performance.now() < graceEnd && (await probe(r.endpoint, this.config.health.path, 1_000)).status !== undefined) await delay(250);
       if (!r.removed) this.registry.remove(r.name);
       this.records.delete(r.name);
       this.slots.release(rec.slot.name, rec.holder);
@@ -307,7 +326,7 @@ export class FleetService {
   persist(): void {
     if (!this.state.enabled) return;
     const replicas: StateReplica[] = [...this.records.values()]
-      .filter((rec) => !rec.stopRequested)
+      .filter((rec) => !rec.stopRequested || rec.leftRunning)
       .map((rec) => ({
         slot: rec.slot.name,
         host: rec.host.name,
@@ -322,8 +341,13 @@ export class FleetService {
     this.state.saveFleet(replicas);
   }
 
-  /** Register an adopted replica (adoption module decides who qualifies). */
-  registerAdopted(slot: SlotSpec, entry: StateReplica, ready: boolean): Replica | undefined {
+  /** Whether `pid` is provably the process serving `port` on the slot's host (the transport checks). */
+  identify(slot: SlotSpec, pid: number, port: number): Promise<PidIdentity> {
+    return this.launchers.forHost(this.hostOf(slot)).identify(pid, port);
+  }
+
+  /** Register an adopted replica (adoption module decides who qualifies); `pid` null when unproven. */
+  registerAdopted(slot: SlotSpec, entry: StateReplica, ready: boolean, pid: number | null): Replica | undefined {
     const host = this.hostOf(slot);
     const holder = `adopt#${++this.seq}`;
     if (!this.slots.reserve(slot.name, holder)) return undefined;
@@ -332,7 +356,7 @@ export class FleetService {
       slot: slot.name,
       host: host.name,
       devices: slot.devices,
-      pid: entry.pid,
+      pid,
       logPath: posix.join(host.logDir, `${slot.name}.log`),
       launchedAt: entry.launched_at ?? new Date().toISOString(),
       ...(entry.model !== null ? { model: entry.model } : {}),

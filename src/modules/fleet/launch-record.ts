@@ -15,6 +15,8 @@ export class LaunchRecord {
   failure: string | undefined;
   /** The fleet itself asked it to stop (so its exit is expected). */
   stopRequested = false;
+  /** Shutdown found no proven way to stop it: it keeps running and stays in the state file. */
+  leftRunning = false;
 
   constructor(
     readonly replica: Replica,

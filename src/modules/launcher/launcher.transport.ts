@@ -44,6 +44,9 @@ export interface StopSpec {
   readonly killAfterMs: number;
 }
 
+/** Whether a recorded pid is provably the replica serving a port, and if not, why not. */
+export type PidIdentity = { readonly proven: true } | { readonly proven: false; readonly reason: string };
+
 /** Starts, stops and probes replica processes on one host (local machine or over ssh). */
 export interface LauncherTransport {
   readonly kind: 'local' | 'ssh';
@@ -56,6 +59,14 @@ export interface LauncherTransport {
   stop(spec: StopSpec): Promise<void>;
   /** True while the process group (or, failing that, the pid) still exists. */
   isAlive(pid: number): Promise<boolean>;
+  /**
+   * The proof asked before a recorded pid may ever be signalled (adoption, SPEC §6): the pid is
+   * alive and it, or a member of the process group it leads, holds the socket listening on
+   * `port` (Linux /proc, on the machine that runs it). Never rejects: anything that prevents the
+   * proof (a dead pid, another listener, no /proc, a lost connection) is `proven: false` with the
+   * reason.
+   */
+  identify(pid: number, port: number): Promise<PidIdentity>;
   /** The last `lines` lines of a log file on the machine that runs the process ([] when absent). */
   tailLog(logPath: string, lines: number): Promise<string[]>;
   /** Release connections (ssh). */

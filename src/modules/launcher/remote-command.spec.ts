@@ -9,15 +9,17 @@ import { describe, it } from 'node:test';
 
 import {
   buildAliveLine,
+  buildIdentifyLine,
   buildLaunchLine,
   buildSignalLine,
   buildStopCommandLine,
   buildTailLine,
   parseAliveOutput,
   parseEchoedPid,
+  parseIdentifyOutput,
   quotePath,
 } from './remote-command.js';
-import { killQuietly, processGone, replicaArgv, replicaTempDir, waitFor, waitForReport } from './transports/replica-process.fake.js';
+import { listenerInGroup, killQuietly, processGone, replicaArgv, replicaTempDir, waitFor, waitForReport } from './transports/replica-process.fake.js';
 
 const SHELLS = ['/bin/sh', '/bin/bash'].filter((s) => existsSync(s));
 const PATH = process.env.PATH ?? '/usr/bin:/bin';
@@ -172,5 +174,29 @@ describe('remote command builders', () => {
     assert.equal(parseAliveOutput('alive\n'), true);
     assert.equal(parseAliveOutput('gone\n'), false);
     assert.equal(parseAliveOutput('sh: kill: not found'), null);
+  });
+
+  it('builds an identity check that proves only the pid (or group) holding the listening socket, in every shell', async (t) => {
+    const group = await listenerInGroup(t);
+    const { spawn } = await import('node:child_process');
+    const sleeper = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    t.after(() => killQuietly(sleeper.pid));
+    const done = spawn('true', [], { stdio: 'ignore' });
+    await new Promise((r) => done.once('exit', r));
+    for (const shell of SHELLS) {
+      const answer = (pid: number, port: number) => {
+        const res = run(shell, buildIdentifyLine(pid, port));
+        assert.equal(res.code, 0, `${shell}: ${res.stderr}`);
+        return parseIdentifyOutput(res.stdout);
+      };
+      assert.equal(answer(group.leader, group.port), 'proven', `${shell}: group leader`);
+      assert.equal(answer(group.listener, group.port), 'proven', `${shell}: the listener`);
+      assert.equal(answer(sleeper.pid!, group.port), 'other', `${shell}: another process`);
+      assert.equal(answer(group.leader, group.closedPort), 'no-listener', `${shell}: nothing on the port`);
+      assert.equal(answer(done.pid!, group.port), 'dead', `${shell}: a dead pid`);
+    }
+    assert.throws(() => buildIdentifyLine(1, 80), RangeError);
+    assert.throws(() => buildIdentifyLine(1234, 0), RangeError);
+    assert.equal(parseIdentifyOutput('garbage'), null);
   });
 });

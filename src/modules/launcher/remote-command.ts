@@ -118,6 +118,39 @@ export function parseAliveOutput(stdout: string): boolean | null {
   return null;
 }
 
+/** What the line of buildIdentifyLine prints. */
+export type IdentifyAnswer = 'proven' | 'dead' | 'no-proc' | 'no-listener' | 'other';
+
+/**
+ * Prints `proven` when the pid, or a live member of the process group it leads, holds the socket
+ * listening on `port` (Linux /proc on the remote machine); otherwise `dead` (neither the group
+ * nor the pid exists), `no-proc` (no /proc/net/tcp), `no-listener` (nothing listens on the port)
+ * or `other` (something else does). Only builtins loop over /proc; `ls` runs only for the pid and
+ * the members of its group.
+ */
+export function buildIdentifyLine(pid: number, port: number): string {
+  const p = checkPid(pid);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`port ${String(port)} is not a TCP port`);
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  return [
+    `if ! { kill -s 0 -- -${p} 2>/dev/null || kill -s 0 ${p} 2>/dev/null; }; then echo dead; exit 0; fi`,
+    `[ -r /proc/net/tcp ] || { echo no-proc; exit 0; }`,
+    `ino=$(awk '$4 == "0A" && $2 ~ /:${hex}$/ { print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)`,
+    `[ -n "$ino" ] || { echo no-listener; exit 0; }`,
+    `for d in /proc/${p} /proc/[0-9]*; do s=; read -r s < "$d/stat" || continue; s=\${s##*) }; set -- $s;` +
+      ` { [ "$d" = /proc/${p} ] || [ "$3" = ${p} ]; } || continue; [ "$1" = Z ] && continue;` +
+      ` l=$(ls -l "$d/fd" 2>/dev/null) || continue;` +
+      ` for i in $ino; do case "$l" in *"socket:[$i]"*) echo proven; exit 0;; esac; done; done 2>/dev/null`,
+    'echo other',
+  ].join('; ');
+}
+
+/** Parse the output of buildIdentifyLine; null when it is none of its answers. */
+export function parseIdentifyOutput(stdout: string): IdentifyAnswer | null {
+  const answer = stdout.trim();
+  return answer === 'proven' || answer === 'dead' || answer === 'no-proc' || answer === 'no-listener' || answer === 'other' ? answer : null;
+}
+
 /** `tail -n N L`, succeeding with no output when the log does not exist (yet). */
 export function buildTailLine(logPath: string, lines: number): string {
   if (!Number.isSafeInteger(lines) || lines < 1) {

@@ -26,7 +26,7 @@ export class SlotView {
   @ApiProperty({ example: 'node' }) readonly host!: string;
   @ApiProperty({ example: [0, 1], type: [Number] }) readonly devices!: number[];
   @ApiProperty({ example: 8001 }) readonly port!: number;
-  @ApiProperty({ enum: ['free', 'reserved'] }) readonly state!: string;
+  @ApiProperty({ example: 'reserved', enum: ['free', 'reserved'] }) readonly state!: string;
   @ApiProperty({ example: 'node-d0', nullable: true, type: String }) readonly replica!: string | null;
 }
 

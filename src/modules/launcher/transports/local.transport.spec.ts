@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { describe, it } from 'node:test';
 
 import { LaunchError, type LaunchSpec } from '../launcher.transport.js';
 import { LocalTransport } from './local.transport.js';
-import { killQuietly, processGone, replicaArgv, replicaTempDir, testHost, testSlot, waitFor, waitForReport, within } from './replica-process.fake.js';
+import { killQuietly, listenerInGroup, processGone, replicaArgv, replicaTempDir, testHost, testSlot, waitFor, waitForReport, within } from './replica-process.fake.js';
 
 const host = testHost();
 const slot = testSlot(host);
@@ -199,5 +200,24 @@ describe('LocalTransport', () => {
     assert.deepEqual(await transport.tailLog(small, 2), ['b', 'c']);
     assert.deepEqual(await transport.tailLog(small, 10), ['a', 'b', 'c']);
     assert.deepEqual(await transport.tailLog(join(dir, 'absent.log'), 10), []);
+  });
+
+  it('identify proves a pid only when it, or a member of its group, holds the socket listening on the port', async (t) => {
+    const group = await listenerInGroup(t);
+    const transport = new LocalTransport();
+    assert.deepEqual(await transport.identify(group.leader, group.port), { proven: true }, 'the group leader of a wrapped listener');
+    assert.deepEqual(await transport.identify(group.listener, group.port), { proven: true }, 'the listener itself');
+    const sleeper = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    t.after(() => killQuietly(sleeper.pid));
+    const other = await transport.identify(sleeper.pid!, group.port);
+    assert.equal(other.proven, false);
+    assert.match(other.proven ? '' : other.reason, new RegExp(`neither pid ${sleeper.pid} nor its process group holds the socket listening on port ${group.port}`));
+    const none = await transport.identify(group.leader, group.closedPort);
+    assert.match(none.proven ? '' : none.reason, new RegExp(`no socket listens on port ${group.closedPort}`));
+    const done = spawn('true', [], { stdio: 'ignore' });
+    await new Promise((r) => done.once('exit', r));
+    const dead = await transport.identify(done.pid!, group.port);
+    assert.match(dead.proven ? '' : dead.reason, new RegExp(`pid ${done.pid} is not alive`));
+    for (const pid of [0, 1, process.pid]) assert.equal((await transport.identify(pid, group.port)).proven, false, `pid ${pid}`);
   });
 });

@@ -14,10 +14,11 @@ import {
   type LaunchedProcess,
   type LaunchSpec,
   type LauncherTransport,
+  type PidIdentity,
   type StopSpec,
 } from '../launcher.transport.js';
 import { isSignalablePid } from '../remote-command.js';
-import { isProcessGroupAlive, signalGroup, tailFile } from './process-probe.js';
+import { identifyListener, isProcessGroupAlive, signalGroup, tailFile } from './process-probe.js';
 
 /** Tuning knobs (tests shorten them). */
 export interface LocalTransportOptions {
@@ -144,6 +145,12 @@ export class LocalTransport implements LauncherTransport {
   async isAlive(pid: number): Promise<boolean> {
     if (!isSignalablePid(pid)) throw new RangeError(`pid ${pid} is not a signalable process id`);
     return isProcessGroupAlive(pid);
+  }
+
+  /** Whether `pid` (or its group) holds the socket listening on `port` here (see the interface). */
+  async identify(pid: number, port: number): Promise<PidIdentity> {
+    if (!isSignalablePid(pid) || pid === process.pid) return { proven: false, reason: `pid ${pid} is not a replica process id` };
+    return identifyListener(pid, port).catch((err: unknown): PidIdentity => ({ proven: false, reason: `cannot inspect pid ${pid}: ${describe(err)}` }));
   }
 
   /** Last `lines` lines of the local log (read from the file's end); [] when it does not exist. */

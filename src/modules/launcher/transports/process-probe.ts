@@ -2,7 +2,9 @@
  * Local process liveness and log-tail helpers used by the local transport.
  * Kept apart so the transport file reads as the launch/stop lifecycle only.
  */
-import { open, readdir, readFile } from 'node:fs/promises';
+import { open, readdir, readFile, readlink } from 'node:fs/promises';
+
+import type { PidIdentity } from '../launcher.transport.js';
 
 function errnoCode(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err) {
@@ -91,6 +93,79 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
     }
   }
   return false;
+}
+
+/**
+ * Inodes of the sockets listening on `port` (any address, IPv4 or IPv6) in this network
+ * namespace, from /proc/net/tcp{,6}; undefined when neither file can be read (no procfs).
+ */
+async function listeningInodes(port: number): Promise<Set<string> | undefined> {
+  const inodes = new Set<string>();
+  let readable = false;
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch {
+      continue;
+    }
+    readable = true;
+    // "sl local_address rem_address st ... inode": local_address is HEXADDR:HEXPORT, st 0A = LISTEN.
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      const local = f[1];
+      if (local === undefined || f[3] !== '0A' || f[9] === undefined) continue;
+      if (Number.parseInt(local.slice(local.lastIndexOf(':') + 1), 16) === port) inodes.add(f[9]);
+    }
+  }
+  return readable ? inodes : undefined;
+}
+
+/** True when one of `pid`'s open descriptors is one of the sockets `inodes`. */
+async function holdsSocket(pid: number, inodes: ReadonlySet<string>): Promise<boolean> {
+  let fds: string[];
+  try {
+    fds = await readdir(`/proc/${pid}/fd`);
+  } catch {
+    return false; // gone, or not ours to inspect
+  }
+  for (const fd of fds) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const m = /^socket:\[(\d+)\]$/.exec(target);
+    if (m !== null && inodes.has(m[1]!)) return true;
+  }
+  return false;
+}
+
+/**
+ * Prove that `pid` is the replica serving `port` on this machine: it is alive and it, or a live
+ * member of the process group it leads (a launch wrapper's child), holds the listening socket.
+ * Linux only (it reads /proc); elsewhere the identity counts as unproven.
+ */
+export async function identifyListener(pid: number, port: number): Promise<PidIdentity> {
+  if (!(await isProcessGroupAlive(pid))) return { proven: false, reason: `pid ${pid} is not alive` };
+  const inodes = process.platform === 'linux' ? await listeningInodes(port) : undefined;
+  if (inodes === undefined) return { proven: false, reason: `cannot inspect sockets without /proc (platform ${process.platform})` };
+  if (inodes.size === 0) return { proven: false, reason: `no socket listens on port ${port} on this machine` };
+  if (await holdsSocket(pid, inodes)) return { proven: true };
+  let entries: string[] = [];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    // fall through: unproven
+  }
+  for (const entry of entries) {
+    if (!/^[0-9]+$/.test(entry) || Number(entry) === pid) continue;
+    let stat: string;
+    try {
+      stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const { state, pgrp } = parseStat(stat);
+    if (pgrp === pid && state !== 'Z' && state !== 'X' && (await holdsSocket(Number(entry), inodes))) return { proven: true };
+  }
+  return { proven: false, reason: `neither pid ${pid} nor its process group holds the socket listening on port ${port}` };
 }
 
 const TAIL_CHUNK = 64 * 1024;

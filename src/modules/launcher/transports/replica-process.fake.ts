@@ -2,7 +2,9 @@
  * Test helpers for the launcher specs: a tiny stand-in replica program (`node -e <script>`) and
  * HostSpec/SlotSpec builders, polling and cleanup. Test-only (`*.fake.ts` is not in the prod build).
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -177,4 +179,30 @@ export async function replicaTempDir(t: TestContext, prefix: string): Promise<st
     await rm(dir, { recursive: true, force: true });
   });
   return dir;
+}
+
+/** A process group like a wrapped launch: `sh` (the leader) whose child listens on `port`. */
+export interface ListenerGroup {
+  readonly leader: number;
+  readonly listener: number;
+  readonly port: number;
+  /** A port nothing listens on. */
+  readonly closedPort: number;
+}
+
+/** Start a ListenerGroup (killed after the test). */
+export async function listenerInGroup(t: TestContext): Promise<ListenerGroup> {
+  const listen = "const s = require('net').createServer().listen(0, '127.0.0.1', () => console.log(process.pid + ' ' + s.address().port));";
+  const leader = spawn('/bin/sh', ['-c', `"$0" -e "$1" & wait`, process.execPath, listen], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  t.after(() => killQuietly(leader.pid));
+  let out = '';
+  leader.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  const [listener, port] = await waitFor('the wrapped listener to report its port', () => (/^(\d+) (\d+)\n/.exec(out) ?? undefined)?.slice(1).map(Number));
+  const closedPort = await new Promise<number>((done) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => done(typeof a === 'object' && a !== null ? a.port : 1));
+    });
+  });
+  return { leader: leader.pid!, listener: listener!, port: port!, closedPort };
 }

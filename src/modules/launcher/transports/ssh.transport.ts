@@ -18,10 +18,12 @@ import {
   type LaunchedProcess,
   type LaunchSpec,
   type LauncherTransport,
+  type PidIdentity,
   type StopSpec,
 } from '../launcher.transport.js';
 import {
   buildAliveLine,
+  buildIdentifyLine,
   buildLaunchLine,
   buildSignalLine,
   buildStopCommandLine,
@@ -29,6 +31,7 @@ import {
   isSignalablePid,
   parseAliveOutput,
   parseEchoedPid,
+  parseIdentifyOutput,
 } from '../remote-command.js';
 import { checkHostKey } from './known-hosts.js';
 import { SshExecutor, type ExecResult } from './ssh-exec.js';
@@ -143,6 +146,31 @@ export class SshTransport implements LauncherTransport {
       throw new LaunchError('remote_command_failed', `liveness check of pid ${pid} on ${this.where} gave an unexpected answer: ${outputTail(res)}`);
     }
     return alive;
+  }
+
+  /** Whether the remote `pid` (or its group) holds the socket listening on `port` (see the interface). */
+  async identify(pid: number, port: number): Promise<PidIdentity> {
+    if (!isSignalablePid(pid)) return { proven: false, reason: `pid ${pid} is not a replica process id` };
+    let answer;
+    try {
+      const res = await this.run(buildIdentifyLine(pid, port), `identity check of pid ${pid}`, 'remote_command_failed');
+      answer = parseIdentifyOutput(res.stdout);
+      if (answer === null) return { proven: false, reason: `the identity check of pid ${pid} on ${this.where} gave an unexpected answer: ${outputTail(res)}` };
+    } catch (err) {
+      return { proven: false, reason: err instanceof Error ? err.message : String(err) };
+    }
+    switch (answer) {
+      case 'proven':
+        return { proven: true };
+      case 'dead':
+        return { proven: false, reason: `pid ${pid} is not alive on ${this.where}` };
+      case 'no-proc':
+        return { proven: false, reason: `${this.where} has no /proc to inspect sockets` };
+      case 'no-listener':
+        return { proven: false, reason: `no socket listens on port ${port} on ${this.where}` };
+      default:
+        return { proven: false, reason: `neither pid ${pid} nor its process group holds the socket listening on port ${port} on ${this.where}` };
+    }
   }
 
   /** `tail -n N` of the remote log; [] when it does not exist. */

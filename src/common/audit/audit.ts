@@ -1,0 +1,52 @@
+import type { FastifyRequest } from 'fastify';
+import { HttpException } from '@nestjs/common';
+import { DomainError } from '../errors/domain-error.js';
+import type { AppLogger } from '../logging/logger.js';
+
+/** What the admin token guard and the audit helpers note on a request. */
+export interface AuditState {
+  /** Short hash of the bearer token that passed the guard (`open` with --admin-open). */
+  adminId?: string;
+  /** Set by the guard: the request reached an admin route (its refusals are audited too). */
+  adminRoute?: boolean;
+  /** Set once the audit line of this request was written. */
+  audited?: boolean;
+}
+
+type AuditedRequest = FastifyRequest & AuditState;
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Run a mutating admin action and write one audit line for it, whatever the outcome:
+ * who (token id hash), what, result (SPEC §8).
+ */
+export async function audited<T>(log: AppLogger, req: FastifyRequest, what: string, action: () => Promise<T> | T): Promise<T> {
+  const r = req as AuditedRequest;
+  const who = r.adminId ?? 'unknown';
+  r.audited = true;
+  try {
+    const out = await action();
+    log.info({ event: 'audit', who, what, result: 'ok' }, `admin ${what}: ok`);
+    return out;
+  } catch (e) {
+    const result = e instanceof DomainError ? e.code : e instanceof HttpException ? `http_${e.getStatus()}` : 'error';
+    log.info({ event: 'audit', who, what, result, detail: (e as Error).message }, `admin ${what}: ${result}`);
+    throw e;
+  }
+}
+
+/**
+ * The audit line of a mutating admin call refused before its handler ran (401/403 from the token
+ * guard, 400 from validation): called by the exception filter; a no-op for other requests and
+ * for calls whose handler already wrote the line.
+ */
+export function auditRefusal(log: AppLogger, req: FastifyRequest, status: number, detail: string): void {
+  const r = req as AuditedRequest;
+  if (r.adminRoute !== true || r.audited === true || !MUTATING.has(req.method)) return;
+  r.audited = true;
+  const who = r.adminId ?? 'unauthenticated';
+  const what = `${req.method} ${(req.url.split('?')[0] ?? '').slice(0, 256)}`;
+  const result = `http_${status}`;
+  log.info({ event: 'audit', who, what, result, detail }, `admin ${what}: ${result}`);
+}
