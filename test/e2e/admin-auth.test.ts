@@ -2,10 +2,10 @@
  * Admin API auth, validation, audit and documentation (SPEC §1, §8): what an operator and a
  * security review see from outside. Complements admin.test.ts.
  */
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { simRequest, spawnSim, stopAllSims } from '../support/sim-process.js';
-import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
+import { simRequest } from '../support/sim-process.js';
+import { adminCall, adminRouterPair, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 
 type Call = readonly [method: string, path: string, body?: unknown];
 
@@ -26,23 +26,11 @@ const MUTATING: readonly Call[] = ROUTES.filter(([m]) => m !== 'GET');
 const audits = (r: TestRouter) => r.logs().filter((l) => l['event'] === 'audit');
 
 describe('admin API auth, validation and audit (SPEC §8)', () => {
-  let open: TestRouter;
-  let closed: TestRouter;
-  before(async () => {
-    const sim = await spawnSim({ name: 'a0' });
-    const replicas = [{ name: 'a0', host: '127.0.0.1', port: sim.port }];
-    open = await startTestRouter({ replicas }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
-    closed = await startTestRouter({ replicas });
-  });
-  after(async () => {
-    await open?.close();
-    await closed?.close();
-    await stopAllSims();
-  });
+  const routers = adminRouterPair();
 
   it('answers 403 problem+json on every admin route, DELETE /sessions/:id included, when no token is configured', async () => {
     for (const [method, path, body] of ROUTES) {
-      const r = await adminCall(closed, method, path, { token: TEST_TOKEN, body });
+      const r = await adminCall(routers.closed, method, path, { token: TEST_TOKEN, body });
       assert.equal(r.status, 403, `${method} ${path}`);
       assert.match(String(r.headers['content-type']), /application\/problem\+json/);
       assert.match(r.body.detail, /no admin token is configured/);
@@ -50,18 +38,18 @@ describe('admin API auth, validation and audit (SPEC §8)', () => {
   });
 
   it('answers 401 on every mutating route for a wrong or missing token, and changes nothing', async () => {
-    assert.equal((await adminCall(open, 'PUT', '/sessions/kept', { body: { replica: 'a0' } })).status, 200);
+    assert.equal((await adminCall(routers.open, 'PUT', '/sessions/kept', { body: { replica: 'a0' } })).status, 200);
     for (const token of ['wrong', null]) {
       for (const [method, path, body] of [...MUTATING, ['DELETE', '/sessions/kept'] as const, ['POST', '/replicas', { count: 1 }] as const]) {
-        const r = await adminCall(open, method, path, { token, body });
+        const r = await adminCall(routers.open, method, path, { token, body });
         assert.equal(r.status, 401, `${method} ${path} with token ${token}`);
         assert.equal(r.headers['www-authenticate'], 'Bearer');
         assert.match(String(r.headers['content-type']), /application\/problem\+json/);
       }
     }
-    assert.equal((await adminCall(open, 'GET', '/sessions/kept')).body.replica, 'a0', 'the pin is still there');
-    assert.equal((await adminCall(open, 'GET', '/replicas')).body.replicas[0].draining, false);
-    assert.equal((await adminCall(open, 'GET', '/sessions/x')).status, 404, 'nothing was pinned');
+    assert.equal((await adminCall(routers.open, 'GET', '/sessions/kept')).body.replica, 'a0', 'the pin is still there');
+    assert.equal((await adminCall(routers.open, 'GET', '/replicas')).body.replicas[0].draining, false);
+    assert.equal((await adminCall(routers.open, 'GET', '/sessions/x')).status, 404, 'nothing was pinned');
   });
 
   it('rejects an unknown field on every body DTO with 400 problem+json naming it, and changes nothing', async () => {
@@ -70,14 +58,14 @@ describe('admin API auth, validation and audit (SPEC §8)', () => {
       ['PATCH', '/replicas/a0', { draining: true, evil: 1 }],
       ['PUT', '/sessions/unknown-field', { replica: 'a0', evil: 1 }],
     ] as const) {
-      const r = await adminCall(open, method, path, { body });
+      const r = await adminCall(routers.open, method, path, { body });
       assert.equal(r.status, 400, `${method} ${path}`);
       assert.match(String(r.headers['content-type']), /application\/problem\+json/);
       assert.match(r.body.detail, /property evil should not exist/, `${method} ${path}: ${r.body.detail}`);
       assert.deepEqual(r.body.errors, ['property evil should not exist']);
     }
-    assert.equal((await adminCall(open, 'GET', '/replicas')).body.replicas[0].draining, false);
-    assert.equal((await adminCall(open, 'GET', '/sessions/unknown-field')).status, 404);
+    assert.equal((await adminCall(routers.open, 'GET', '/replicas')).body.replicas[0].draining, false);
+    assert.equal((await adminCall(routers.open, 'GET', '/sessions/unknown-field')).status, 404);
   });
 
   it('writes exactly one audit line per mutating call: successes, domain errors and refusals (401, 403, 400)', async () => {
@@ -96,36 +84,36 @@ describe('admin API auth, validation and audit (SPEC §8)', () => {
     };
     const tokenId = /^[0-9a-f]{12}$/;
 
-    const ok = await auditOf(open, 'PATCH', '/replicas/a0', { body: { draining: false } }, 200);
+    const ok = await auditOf(routers.open, 'PATCH', '/replicas/a0', { body: { draining: false } }, 200);
     assert.deepEqual([ok['what'], ok['result']], ['patch a0 draining=false', 'ok']);
     assert.match(String(ok['who']), tokenId);
-    const pin = await auditOf(open, 'PUT', '/sessions/audited', { body: { replica: 'a0' } }, 200);
+    const pin = await auditOf(routers.open, 'PUT', '/sessions/audited', { body: { replica: 'a0' } }, 200);
     assert.deepEqual([pin['what'], pin['result']], ['pin session audited to a0', 'ok']);
-    const unpin = await auditOf(open, 'DELETE', '/sessions/audited', {}, 204);
+    const unpin = await auditOf(routers.open, 'DELETE', '/sessions/audited', {}, 204);
     assert.deepEqual([unpin['what'], unpin['result']], ['unpin session audited', 'ok']);
-    const refusedByDomain = await auditOf(open, 'DELETE', '/replicas/a0', {}, 409);
+    const refusedByDomain = await auditOf(routers.open, 'DELETE', '/replicas/a0', {}, 409);
     assert.deepEqual([refusedByDomain['what'], refusedByDomain['result']], ['remove a0', 'not_launched']);
 
-    const wrong = await auditOf(open, 'POST', '/replicas', { token: 'wrong-token-value', body: {} }, 401);
+    const wrong = await auditOf(routers.open, 'POST', '/replicas', { token: 'wrong-token-value', body: {} }, 401);
     assert.deepEqual([wrong['who'], wrong['what'], wrong['result']], ['unauthenticated', 'POST /replicas', 'http_401']);
-    const missing = await auditOf(open, 'DELETE', '/sessions/someone', { token: null }, 401);
+    const missing = await auditOf(routers.open, 'DELETE', '/sessions/someone', { token: null }, 401);
     assert.deepEqual([missing['who'], missing['what'], missing['result']], ['unauthenticated', 'DELETE /sessions/someone', 'http_401']);
-    const invalid = await auditOf(open, 'PATCH', '/replicas/a0', { body: { draining: true, evil: 1 } }, 400);
+    const invalid = await auditOf(routers.open, 'PATCH', '/replicas/a0', { body: { draining: true, evil: 1 } }, 400);
     assert.deepEqual([invalid['what'], invalid['result']], ['PATCH /replicas/a0', 'http_400']);
     assert.match(String(invalid['who']), tokenId, 'a refused but authenticated call names its token id');
     assert.match(String(invalid['detail']), /evil/);
-    const badQuery = await auditOf(open, 'DELETE', '/replicas/a0?wait=maybe', {}, 400);
+    const badQuery = await auditOf(routers.open, 'DELETE', '/replicas/a0?wait=maybe', {}, 400);
     assert.deepEqual([badQuery['what'], badQuery['result']], ['DELETE /replicas/a0', 'http_400']);
-    const forbidden = await auditOf(closed, 'PUT', '/sessions/x', { token: TEST_TOKEN, body: { replica: 'a0' } }, 403);
+    const forbidden = await auditOf(routers.closed, 'PUT', '/sessions/x', { token: TEST_TOKEN, body: { replica: 'a0' } }, 403);
     assert.deepEqual([forbidden['who'], forbidden['what'], forbidden['result']], ['unauthenticated', 'PUT /sessions/x', 'http_403']);
 
     // Reads are not audited; no token, right or wrong, is ever written.
-    const before = audits(open).length;
-    await adminCall(open, 'GET', '/replicas');
-    await adminCall(open, 'GET', '/replicas', { token: 'wrong' });
-    await auditOf(open, 'DELETE', '/sessions/last', {}, 404);
-    assert.equal(audits(open).length, before + 2, 'only the DELETE and its marker');
-    for (const r of [open, closed]) {
+    const before = audits(routers.open).length;
+    await adminCall(routers.open, 'GET', '/replicas');
+    await adminCall(routers.open, 'GET', '/replicas', { token: 'wrong' });
+    await auditOf(routers.open, 'DELETE', '/sessions/last', {}, 404);
+    assert.equal(audits(routers.open).length, before + 2, 'only the DELETE and its marker');
+    for (const r of [routers.open, routers.closed]) {
       const text = JSON.stringify(r.logs());
       assert.equal(text.includes(TEST_TOKEN), false);
       assert.equal(text.includes('wrong-token-value'), false);
@@ -133,7 +121,7 @@ describe('admin API auth, validation and audit (SPEC §8)', () => {
   });
 
   it('documents every property of every schema with an example, and a bearer scheme that does not claim to be a JWT', async () => {
-    const doc = JSON.parse((await simRequest(`${open.url}/docs-json`)).body.toString()) as {
+    const doc = JSON.parse((await simRequest(`${routers.open.url}/docs-json`)).body.toString()) as {
       components: { schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }>; securitySchemes: Record<string, Record<string, unknown>> };
     };
     const schemas = doc.components.schemas;

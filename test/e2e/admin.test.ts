@@ -1,24 +1,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { simRequest, spawnSim, stopAllSims } from '../support/sim-process.js';
-import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
+import { adminCall, adminRouterPair, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { freePortRange, pidAlive } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
 
 describe('admin API auth and validation (SPEC §1, §8)', () => {
-  let open: TestRouter;
-  let closed: TestRouter;
-  before(async () => {
-    const sim = await spawnSim({ name: 'a0' });
-    const replicas = [{ name: 'a0', host: '127.0.0.1', port: sim.port }];
-    open = await startTestRouter({ replicas }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
-    closed = await startTestRouter({ replicas });
-  });
-  after(async () => {
-    await open?.close();
-    await closed?.close();
-    await stopAllSims();
-  });
+  const routers = adminRouterPair();
 
   it('answers 403 on every admin route when no token is configured (fail closed)', async () => {
     for (const [method, path, body] of [
@@ -30,7 +18,7 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
       ['GET', '/sessions'],
       ['PUT', '/sessions/x', { replica: 'a0' }],
     ] as const) {
-      const r = await adminCall(closed, method, path, { token: TEST_TOKEN, body });
+      const r = await adminCall(routers.closed, method, path, { token: TEST_TOKEN, body });
       assert.equal(r.status, 403, `${method} ${path}`);
       assert.match(String(r.headers['content-type']), /application\/problem\+json/);
       assert.match(r.body.detail, /no admin token is configured/);
@@ -38,15 +26,15 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
   });
 
   it('answers 401 for a missing, malformed or wrong token, and works with the right one', async () => {
-    assert.equal((await adminCall(open, 'GET', '/replicas', { token: null })).status, 401);
-    assert.equal((await adminCall(open, 'GET', '/replicas', { token: 'wrong' })).status, 401);
-    assert.equal((await adminCall(open, 'GET', '/replicas', { token: TEST_TOKEN.slice(0, -1) })).status, 401);
-    const bare = await simRequest(`${open.url}/replicas`, { headers: { authorization: TEST_TOKEN } });
+    assert.equal((await adminCall(routers.open, 'GET', '/replicas', { token: null })).status, 401);
+    assert.equal((await adminCall(routers.open, 'GET', '/replicas', { token: 'wrong' })).status, 401);
+    assert.equal((await adminCall(routers.open, 'GET', '/replicas', { token: TEST_TOKEN.slice(0, -1) })).status, 401);
+    const bare = await simRequest(`${routers.open.url}/replicas`, { headers: { authorization: TEST_TOKEN } });
     assert.equal(bare.status, 401);
     assert.equal(bare.headers['www-authenticate'], 'Bearer');
-    const lower = await simRequest(`${open.url}/replicas`, { headers: { authorization: `bearer ${TEST_TOKEN}` } });
+    const lower = await simRequest(`${routers.open.url}/replicas`, { headers: { authorization: `bearer ${TEST_TOKEN}` } });
     assert.equal(lower.status, 200);
-    const ok = await adminCall(open, 'GET', '/replicas');
+    const ok = await adminCall(routers.open, 'GET', '/replicas');
     assert.equal(ok.status, 200);
     assert.deepEqual(Object.keys(ok.body.replicas[0]).sort(), [
       'devices', 'draining', 'kind', 'last_health', 'log_path', 'name', 'outstanding', 'owned', 'pid', 'ready', 'routed', 'sessions', 'slot', 'state', 'url',
@@ -55,46 +43,46 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
   });
 
   it('rejects unknown DTO fields with 400 problem+json naming the field, and changes nothing', async () => {
-    const r = await adminCall(open, 'PATCH', '/replicas/a0', { body: { draining: true, evil: 1 } });
+    const r = await adminCall(routers.open, 'PATCH', '/replicas/a0', { body: { draining: true, evil: 1 } });
     assert.equal(r.status, 400);
     assert.match(String(r.headers['content-type']), /application\/problem\+json/);
     assert.match(r.body.detail, /evil/);
     assert.equal(r.body.message, r.body.detail);
-    assert.equal((await adminCall(open, 'GET', '/replicas')).body.replicas[0].draining, false);
-    const wrongType = await adminCall(open, 'POST', '/replicas', { body: { count: 'two' } });
+    assert.equal((await adminCall(routers.open, 'GET', '/replicas')).body.replicas[0].draining, false);
+    const wrongType = await adminCall(routers.open, 'POST', '/replicas', { body: { count: 'two' } });
     assert.equal(wrongType.status, 400);
     assert.match(wrongType.body.detail, /count/);
-    const notJson = await adminCall(open, 'PUT', '/sessions/abc', { body: '{"replica":' });
+    const notJson = await adminCall(routers.open, 'PUT', '/sessions/abc', { body: '{"replica":' });
     assert.equal(notJson.status, 400);
   });
 
   it('pins a session with PUT and the next turn goes there with retain; DELETE unpins', async () => {
-    const put = await adminCall(open, 'PUT', '/sessions/pinned-1', { body: { replica: 'a0' } });
+    const put = await adminCall(routers.open, 'PUT', '/sessions/pinned-1', { body: { replica: 'a0' } });
     assert.equal(put.status, 200);
     assert.equal(put.body.replica, 'a0');
-    const got = await adminCall(open, 'GET', '/sessions/pinned-1');
+    const got = await adminCall(routers.open, 'GET', '/sessions/pinned-1');
     assert.equal(got.body.replica, 'a0');
     assert.ok(Date.parse(got.body.expires_at) > Date.parse(got.body.last_used));
-    const r = await simRequest(`${open.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'pinned-1' }, body: Buffer.from('{}') });
+    const r = await simRequest(`${routers.open.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'pinned-1' }, body: Buffer.from('{}') });
     assert.equal(r.headers['x-router-affinity'], 'retain');
-    assert.equal((await adminCall(open, 'PUT', '/sessions/pinned-1', { body: { replica: 'nope' } })).status, 404);
-    assert.equal((await adminCall(open, 'DELETE', '/sessions/pinned-1')).status, 204);
-    assert.equal((await adminCall(open, 'GET', '/sessions/pinned-1')).status, 404);
-    const counts = await adminCall(open, 'GET', '/sessions?replica=a0');
+    assert.equal((await adminCall(routers.open, 'PUT', '/sessions/pinned-1', { body: { replica: 'nope' } })).status, 404);
+    assert.equal((await adminCall(routers.open, 'DELETE', '/sessions/pinned-1')).status, 204);
+    assert.equal((await adminCall(routers.open, 'GET', '/sessions/pinned-1')).status, 404);
+    const counts = await adminCall(routers.open, 'GET', '/sessions?replica=a0');
     assert.equal(typeof counts.body.replicas.a0, 'number');
   });
 
   it('writes one audit line per mutating call with a token id, never the token', async () => {
-    await adminCall(open, 'PATCH', '/replicas/a0', { body: { draining: false } });
-    const line = await open.waitForLog((l) => l['event'] === 'audit' && String(l['what']).startsWith('patch a0'));
+    await adminCall(routers.open, 'PATCH', '/replicas/a0', { body: { draining: false } });
+    const line = await routers.open.waitForLog((l) => l['event'] === 'audit' && String(l['what']).startsWith('patch a0'));
     assert.match(String(line['who']), /^[0-9a-f]{12}$/);
-    assert.equal(JSON.stringify(open.logs()).includes(TEST_TOKEN), false);
+    assert.equal(JSON.stringify(routers.open.logs()).includes(TEST_TOKEN), false);
   });
 
   it('serves Swagger at /docs and documents every admin route and DTO at /docs-json without a token', async () => {
-    const ui = await simRequest(`${open.url}/docs`);
+    const ui = await simRequest(`${routers.open.url}/docs`);
     assert.equal(ui.status, 200);
-    const doc = JSON.parse((await simRequest(`${open.url}/docs-json`)).body.toString()) as {
+    const doc = JSON.parse((await simRequest(`${routers.open.url}/docs-json`)).body.toString()) as {
       paths: Record<string, Record<string, unknown>>;
       components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
     };

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SIM_ENTRY, simRequest } from './sim-process.js';
@@ -32,20 +32,5 @@ export async function replicaState(router: { url: string }, replica: string): Pr
   return on[0]?.labels['state'];
 }
 
-/**
- * True once `pid` no longer runs. A zombie counts as gone: a replica whose router was killed is
- * reparented to PID 1, which in a container may never reap it.
- */
-export function pidGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return true;
-  }
-}
+/** True once `pid` no longer runs (a zombie counts as gone; see the fake's doc). */
+export { processGone as pidGone } from '../../src/modules/launcher/transports/replica-process.fake.js';

@@ -7,7 +7,8 @@ import { startRouter } from '../../src/app.factory.js';
 import { loadRouterConfig } from '../../src/config/config.loader.js';
 import type { RouterConfig } from '../../src/config/router-config.js';
 import { RegistryService } from '../../src/modules/registry/registry.service.js';
-import { simRequest } from './sim-process.js';
+import { after, before } from 'node:test';
+import { simRequest, spawnSim, stopAllSims } from './sim-process.js';
 import { collectLogLines } from './log-lines.js';
 import { ShutdownService } from '../../src/modules/lifecycle/shutdown.service.js';
 
@@ -102,3 +103,32 @@ export async function adminCall(
 }
 
 export const TEST_TOKEN = 'test-admin-token';
+
+/**
+ * The admin tests' pair of routers in front of one simulator `a0`: `open` has the admin token
+ * configured (TEST_TOKEN), `closed` has none (every admin route fails closed). Registers the
+ * node:test before/after hooks of the enclosing describe and returns live getters.
+ */
+export function adminRouterPair(): { readonly open: TestRouter; readonly closed: TestRouter } {
+  let open: TestRouter | undefined;
+  let closed: TestRouter | undefined;
+  before(async () => {
+    const sim = await spawnSim({ name: 'a0' });
+    const replicas = [{ name: 'a0', host: '127.0.0.1', port: sim.port }];
+    open = await startTestRouter({ replicas }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
+    closed = await startTestRouter({ replicas });
+  });
+  after(async () => {
+    await open?.close();
+    await closed?.close();
+    await stopAllSims();
+  });
+  return {
+    get open() {
+      return open!;
+    },
+    get closed() {
+      return closed!;
+    },
+  };
+}

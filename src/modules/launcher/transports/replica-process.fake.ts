@@ -76,7 +76,10 @@ export function waitForReport(logPath: string, timeoutMs = 10_000): Promise<Repl
   }, timeoutMs);
 }
 
-/** True when no process `pid` exists any more (a zombie counts as gone). */
+/**
+ * True when no process `pid` exists any more. A zombie counts as gone: a replica whose router was
+ * killed is reparented to PID 1, which in a container may never reap it.
+ */
 export function processGone(pid: number): boolean {
   try {
     process.kill(pid, 0);
