@@ -8,6 +8,7 @@ import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/rout
 import { freePortRange, pidAlive, spawnRouter, MAIN_ENTRY, type RouterProcess } from '../support/router-process.js';
 import { fleetEvents, pidGone, replicaState, simHost } from '../support/fleet.js';
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 const chat = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
@@ -65,6 +66,47 @@ describe('router process lifecycle (SPEC §6)', () => {
     const exit = await router.exited();
     assert.equal(exit.code, 0);
     for (const pid of pids) assert.equal(pidAlive(pid), false, `replica pid ${pid} survived`);
+  });
+
+  it('holds a signal that arrives during start-up and drains once up: the replica launched meanwhile is stopped, exit 0', async () => {
+    const base = await freePortRange(2);
+    // Slot h-d1 is recorded in the state file at a listener that accepts and never answers, so
+    // start-up sits in the adoption probe (up to --health-timeout) with the handlers installed.
+    let probed!: () => void;
+    const probing = new Promise<void>((r) => (probed = r));
+    const sockets = new Set<import('node:net').Socket>();
+    const blackHole = createServer((sock) => {
+      sockets.add(sock);
+      probed();
+    });
+    await new Promise<void>((r) => blackHole.listen(base + 1, '127.0.0.1', r));
+    try {
+      const state = join(mkdtempSync(join(tmpdir(), 'ar-early-')), 'state.json');
+      writeFileSync(state, JSON.stringify({ replicas: [{ slot: 'h-d1', host: 'h', devices: [1], address: '127.0.0.1', port: base + 1 }] }));
+      const cfg = writeTempConfig({ hosts: [simHost('h', [0, 1], base)] });
+      const child = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', '--config', cfg, '--state-file', state, '--initial-replicas', '1', '--health-timeout', '3'], { env: { ...process.env, ...ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      await probing;
+      assert.equal(out.includes('"event":"listening"'), false, 'still starting when the signal is sent');
+      child.kill('SIGINT');
+      const code = await exited;
+      assert.equal(code, 0, err);
+      assert.match(err, /received SIGINT during start-up/);
+      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const launch = lines.find((l) => l['event'] === 'launch');
+      assert.ok(launch !== undefined, 'the initial replica was launched during start-up');
+      killedPids.push(launch['pid'] as number);
+      assert.ok(lines.some((l) => l['event'] === 'shutdown' && l['signal'] === 'SIGINT'), 'the held signal started the drain');
+      assert.ok(lines.some((l) => l['event'] === 'stop' && l['replica'] === launch['replica']));
+      assert.equal(pidGone(launch['pid'] as number), true, 'the replica launched during start-up did not survive');
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      blackHole.close();
+    }
   });
 
   it('on SIGINT stops every launched replica and exits 0', async () => {
