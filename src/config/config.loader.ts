@@ -123,6 +123,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     maxReplicas: pool.ceiling,
     launchTimeoutMs: num('launch-timeout'),
     drainTimeoutMs: num('drain-timeout'),
+    stopGraceMs: num('stop-grace'),
     stateFile: optStr('state-file'),
     redisUrl: optStr('redis-url'),
     redisPrefix: str('redis-prefix'),

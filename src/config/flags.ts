@@ -97,6 +97,7 @@ export const FLAGS = [
   flag('max-replicas', 'count', undefined, 'cap on launched replicas (default: every declared device slot)', { min: 1 }),
   flag('launch-timeout', 'seconds', '600', 'seconds a launched replica has to become healthy'),
   flag('drain-timeout', 'seconds', '300', 'seconds a draining replica has to finish its requests'),
+  flag('stop-grace', 'seconds', '30', 'seconds a stopped replica has to stop answering before the router escalates (stop_command, then signals) or reports it still running'),
   flag('redis-url', 'string', undefined, 'Redis shared by several routers: sessions and fleet leadership (default none: in-memory)'),
   flag('redis-prefix', 'string', 'affinity-router:', 'prefix of every Redis key this router uses'),
   flag('advertise-url', 'string', undefined, 'URL other routers and operators reach this router at (default http://<host>:<port>)'),

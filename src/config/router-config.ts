@@ -98,6 +98,8 @@ export interface RouterConfigFields {
   readonly maxReplicas: number;
   readonly launchTimeoutMs: number;
   readonly drainTimeoutMs: number;
+  /** After a stop: how long the replica has to stop answering before escalation / stop_incomplete. */
+  readonly stopGraceMs: number;
   readonly stateFile: string | undefined;
   /** Shared Redis (sessions, fleet lease); undefined = single router, everything in memory. */
   readonly redisUrl: string | undefined;

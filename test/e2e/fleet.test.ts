@@ -333,4 +333,44 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
     assert.equal(router.logs().some((l) => l['event'] === 'stop_failed'), false);
     assert.deepEqual(await fleetEvents(router), { launch: 0, stop: 1, adoption: 1, launch_failure: 0, launch_timeout: 0, exit: 0 });
   });
+
+  it('escalates to signals when a launched replica still answers --stop-grace after its stop_command', async () => {
+    const base = await freePortRange(1);
+    const host = simHost('x', [0], base, [], { stop_command: ['true'] }); // succeeds, stops nothing
+    const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1', '--stop-grace', '1'], TOKEN_ENV);
+    routers.push(router);
+    const [rep] = await waitFor(async () => {
+      const l = (await adminCall(router, 'GET', '/replicas')).body.replicas;
+      return l.length === 1 && l[0].ready ? l : undefined;
+    }, 15_000, 'the replica ready');
+    const del = await adminCall(router, 'DELETE', '/replicas/x-d0');
+    assert.equal(del.status, 200, JSON.stringify(del.body));
+    assert.equal(del.body.stopped, true);
+    assert.equal(pidAlive(rep.pid), false, 'the signals stopped what the stop_command did not');
+    const line = router.logs().find((l) => l['event'] === 'stop_escalated');
+    assert.equal(line?.['pid'], rep.pid);
+    assert.deepEqual((await adminCall(router, 'GET', '/fleet')).body.capacity.free_slots, ['x-d0']);
+  });
+
+  it('keeps the slot and answers 502 stop_incomplete when a replica without a proven pid still answers after its stop_command', async () => {
+    const base = await freePortRange(1);
+    const sim = await spawnSim({ name: 'y-d0', port: base });
+    const gone = spawn('true', [], { stdio: 'ignore' });
+    await new Promise((done) => gone.once('exit', done));
+    const state = stateFile('y', base, gone.pid!);
+    const host = simHost('y', [0], base, [], { stop_command: ['true'] });
+    const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1', '--state-file', state, '--stop-grace', '1'], TOKEN_ENV);
+    routers.push(router);
+    const del = await adminCall(router, 'DELETE', '/replicas/y-d0');
+    assert.equal(del.status, 502, JSON.stringify(del.body));
+    assert.equal(del.body.code, 'stop_incomplete');
+    assert.match(del.body.detail, /still answers .* slot y-d0 stays reserved/);
+    assert.equal(pidAlive(sim.pid), true, 'nothing was signalled: the pid was never proven');
+    const fleet = (await adminCall(router, 'GET', '/fleet')).body;
+    assert.deepEqual(fleet.capacity.free_slots, [], 'no second replica may launch onto its devices');
+    assert.ok(router.logs().some((l) => l['event'] === 'stop_incomplete' && l['replica'] === 'y-d0'));
+    const recorded = JSON.parse(readFileSync(state, 'utf8')) as { replicas: { slot: string }[] };
+    assert.deepEqual(recorded.replicas.map((r) => r.slot), ['y-d0'], 'the next start adopts it again');
+    assert.equal((await fleetEvents(router)).stop, 0);
+  });
 });

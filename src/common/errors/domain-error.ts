@@ -12,6 +12,7 @@ export const DOMAIN_ERROR_STATUS = {
   no_free_slot: 409,
   replica_not_routable: 409,
   launch_failed: 502,
+  stop_incomplete: 502,
   not_leader: 409,
 } as const;
 

@@ -14,6 +14,7 @@ import type { AppLogger } from '../../common/logging/logger.js';
 import { FleetService } from '../fleet/fleet.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { audited } from '../../common/audit/audit.js';
+import { DomainError } from '../../common/errors/domain-error.js';
 import { DrainStateView, LaunchedView, StoppedView } from './dto/fleet.view.js';
 import { LaunchReplicasDto, PatchReplicaDto } from './dto/launch-replicas.dto.js';
 import { capacityView, replicaView, ReplicaListView, ReplicaView } from './dto/replica.view.js';
@@ -54,6 +55,7 @@ export class ReplicasController {
   @ApiAcceptedResponse({ type: DrainStateView, description: 'drain started or joined (wait=false)' })
   @ApiNotFoundResponse({ description: 'unknown replica' })
   @ApiConflictResponse({ description: 'a static replica (not launched by this router), or an adopted one the router cannot stop (no proven pid, no stop_command)' })
+  @ApiBadGatewayResponse({ description: 'stop_incomplete: the replica still answers --stop-grace after its stop (and after signals, when its pid is proven); its slot stays reserved' })
   async remove(
     @Param('name') name: string,
     @Query('wait', new ParseBoolPipe({ optional: true })) wait: boolean | undefined,
@@ -67,6 +69,7 @@ export class ReplicasController {
         return this.fleet.drainStatus(rec);
       }
       await done;
+      if (rec.stopIncomplete !== undefined) throw new DomainError('stop_incomplete', rec.stopIncomplete, { capacity: capacityView(this.fleet.capacity()) });
       return { name, stopped: true, capacity: capacityView(this.fleet.capacity()) };
     });
   }

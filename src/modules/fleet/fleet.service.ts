@@ -21,8 +21,6 @@ import type { StateReplica } from './state-file.js';
 
 /** SIGKILL this long after SIGTERM (SPEC §6). */
 const KILL_AFTER_MS = 10_000;
-/** A stopped replica's slot stays reserved until it stops answering, at most this long. */
-const STOP_GRACE_MS = 30_000;
 const LOG_TAIL_LINES = 20;
 const MAX_REPORTS = 50;
 
@@ -305,14 +303,29 @@ export class FleetService {
         this.persist();
         return;
       }
-      try {
-        await rec.transport.stop({ pid, ...(rec.stopArgv ? { stopArgv: rec.stopArgv } : {}), env: rec.env, ...(rec.host.workdir !== undefined ? { workdir: rec.host.workdir } : {}), killAfterMs: KILL_AFTER_MS });
-      } catch (e) {
-        this.log.error({ event: 'stop_failed', replica: r.name, err: (e as Error).message }, `stopping ${r.name} failed: ${(e as Error).message}`);
+      const how = { env: rec.env, ...(rec.host.workdir !== undefined ? { workdir: rec.host.workdir } : {}), killAfterMs: KILL_AFTER_MS };
+      await this.runStop(rec, { pid, ...(rec.stopArgv ? { stopArgv: rec.stopArgv } : {}), ...how });
+      let answering = await this.answersAfter(rec, this.config.stopGraceMs);
+      if (answering && rec.stopArgv !== undefined && pid !== null) {
+        // The stop_command ran (or failed) and the replica still answers: signal its proven pid,
+        // as a host without stop_command would have.
+        this.log.warn(
+          { event: 'stop_escalated', replica: r.name, pid },
+          `${r.name} still answers ${this.config.stopGraceMs / 1000} s after its stop_command; signalling its process group ${pid}`,
+        );
+        await this.runStop(rec, { pid, ...how });
+        answering = await this.answersAfter(rec, this.config.stopGraceMs);
       }
-      const graceEnd = performance.now() + STOP_GRACE_MS;
-      while (performance.now() < graceEnd && (await probe(r.endpoint, this.config.health.path, 1_000)).status !== undefined) await delay(250);
       if (!r.removed) this.registry.remove(r.name);
+      if (answering) {
+        // Still serving: freeing the slot would launch a second replica onto busy devices. It
+        // stays reserved and recorded (the next start adopts it); an operator must stop it.
+        rec.leftRunning = true;
+        rec.stopIncomplete = `${r.name} still answers at ${r.url} after the stop; its slot ${rec.slot.name} stays reserved and it stays in the state file; stop it by hand`;
+        this.log.error({ event: 'stop_incomplete', replica: r.name, host: rec.host.name, devices: rec.slot.devices, url: r.url, pid }, rec.stopIncomplete);
+        this.persist();
+        return;
+      }
       this.records.delete(r.name);
       this.slots.release(rec.slot.name, rec.holder);
       this.stats.stops++;
@@ -320,6 +333,26 @@ export class FleetService {
       this.persist();
     })();
     return rec.stopped;
+  }
+
+  private async runStop(rec: LaunchRecord, spec: Parameters<LaunchRecord['transport']['stop']>[0]): Promise<void> {
+    try {
+      await rec.transport.stop(spec);
+    } catch (e) {
+      const r = rec.replica;
+      this.log.error({ event: 'stop_failed', replica: r.name, err: (e as Error).message }, `stopping ${r.name} failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** Whether the replica still answers its health path once `graceMs` passed (false as soon as it stops). */
+  private async answersAfter(rec: LaunchRecord, graceMs: number): Promise<boolean> {
+    const r = rec.replica;
+    const end = performance.now() + graceMs;
+    for (;;) {
+      if ((await probe(r.endpoint, this.config.health.path, 1_000)).status === undefined) return false;
+      if (performance.now() >= end) return true;
+      await delay(250);
+    }
   }
 
   /** Write the fleet part of the state file. */

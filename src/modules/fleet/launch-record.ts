@@ -17,6 +17,8 @@ export class LaunchRecord {
   stopRequested = false;
   /** Shutdown found no proven way to stop it: it keeps running and stays in the state file. */
   leftRunning = false;
+  /** Set when a stop ended with the replica still answering (why, for DELETE's answer). */
+  stopIncomplete: string | undefined;
 
   constructor(
     readonly replica: Replica,
