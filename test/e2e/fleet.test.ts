@@ -271,6 +271,13 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
   });
 
   /** A state file recording slot `<host>-d0` at `port` with `pid`. */
+  /** The pid of a process that has just exited (a recorded pid that no longer runs). */
+  const deadPid = async (): Promise<number> => {
+    const p = spawn('true', [], { stdio: 'ignore' });
+    await new Promise((done) => p.once('exit', done));
+    return p.pid!;
+  };
+
   const stateFile = (host: string, port: number, pid: number): string => {
     const path = join(mkdtempSync(join(tmpdir(), 'ar-adopt-')), 'state.json');
     const replica = { slot: `${host}-d0`, host, devices: [0], address: '127.0.0.1', port, scheme: 'http', pid, launched_at: null, model: 'sim-model' };
@@ -315,16 +322,15 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
   it('adopts a live endpoint whose recorded pid is dead without a pid; DELETE stops it with the stop_command', async () => {
     const base = await freePortRange(1);
     const sim = await spawnSim({ name: 'w-d0', port: base });
-    const gone = spawn('true', [], { stdio: 'ignore' });
-    await new Promise((done) => gone.once('exit', done));
-    const state = stateFile('w', base, gone.pid!);
+    const dead = await deadPid();
+    const state = stateFile('w', base, dead);
     const host = simHost('w', [0], base, [], { stop_command: ['pkill', '-f', 'replica.js --port {port} '] });
     const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1', '--state-file', state], TOKEN_ENV);
     routers.push(router);
     const [rep] = (await adminCall(router, 'GET', '/replicas')).body.replicas;
     assert.deepEqual([rep.name, rep.kind, rep.ready, rep.pid], ['w-d0', 'adopted', true, null]);
     const why = await router.waitForLog((l) => l['event'] === 'adopt_pid_unproven');
-    assert.match(String(why['reason']), new RegExp(`pid ${gone.pid} is not alive`));
+    assert.match(String(why['reason']), new RegExp(`pid ${dead} is not alive`));
     const del = await adminCall(router, 'DELETE', '/replicas/w-d0');
     assert.equal(del.status, 200);
     assert.equal(del.body.stopped, true);
@@ -355,9 +361,8 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
   it('keeps the slot and answers 502 stop_incomplete when a replica without a proven pid still answers after its stop_command', async () => {
     const base = await freePortRange(1);
     const sim = await spawnSim({ name: 'y-d0', port: base });
-    const gone = spawn('true', [], { stdio: 'ignore' });
-    await new Promise((done) => gone.once('exit', done));
-    const state = stateFile('y', base, gone.pid!);
+    const dead = await deadPid();
+    const state = stateFile('y', base, dead);
     const host = simHost('y', [0], base, [], { stop_command: ['true'] });
     const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1', '--state-file', state, '--stop-grace', '1'], TOKEN_ENV);
     routers.push(router);
