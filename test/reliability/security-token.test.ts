@@ -89,7 +89,8 @@ describe('admin token secrecy (issue 7 §10)', () => {
       const auth = opts.auth === undefined ? `Bearer ${token}` : opts.auth;
       if (auth !== null) headers['authorization'] = auth;
       if (opts.body !== undefined) headers['content-type'] = opts.type ?? 'application/json';
-      const r = await simRequest(`${router.url}${path}`, { method, headers, body: opts.body === undefined ? undefined : Buffer.from(opts.body) });
+      // Generous: a DELETE waits for the drain and the stop, slow on a loaded 2-core machine.
+      const r = await simRequest(`${router.url}${path}`, { method, headers, body: opts.body === undefined ? undefined : Buffer.from(opts.body), timeoutMs: 60_000 });
       seen.push(`${method} ${path} ${r.status} ${JSON.stringify(r.headers)} ${r.body.toString()}`);
       return r.status;
     };

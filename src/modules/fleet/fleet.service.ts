@@ -12,45 +12,20 @@ import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
-import { probe } from '../health/probe.js';
+import { answersAfter } from '../health/probe.js';
 import { LaunchRecord } from './launch-record.js';
 import { SlotTable, type Capacity } from './slot-table.js';
 import { StateService } from './state.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import type { StateReplica } from './state-file.js';
+import type { DrainStatus, FailureReport, OrphanReport } from './fleet-reports.js';
+
+export type { DrainStatus, FailureReport, OrphanReport };
 
 /** SIGKILL this long after SIGTERM (SPEC §6). */
 const KILL_AFTER_MS = 10_000;
 const LOG_TAIL_LINES = 20;
 const MAX_REPORTS = 50;
-
-export interface FailureReport {
-  readonly name: string;
-  readonly slot: string;
-  readonly host: string;
-  readonly devices: readonly number[];
-  readonly reason: string;
-  readonly log_path: string;
-  readonly log_tail: string[];
-  readonly at: string;
-}
-
-export interface OrphanReport {
-  readonly slot: string;
-  readonly host: string;
-  readonly devices: readonly number[];
-  readonly address: string;
-  readonly port: number;
-  readonly pid: number | null;
-  readonly reason: string;
-}
-
-export interface DrainStatus {
-  readonly name: string;
-  readonly state: string;
-  readonly outstanding: number;
-  readonly drain_deadline: string | null;
-}
 
 /**
  * The control plane (SPEC §6): places replicas into device slots, launches them through the host's
@@ -305,7 +280,7 @@ export class FleetService {
       }
       const how = { env: rec.env, ...(rec.host.workdir !== undefined ? { workdir: rec.host.workdir } : {}), killAfterMs: KILL_AFTER_MS };
       await this.runStop(rec, { pid, ...(rec.stopArgv ? { stopArgv: rec.stopArgv } : {}), ...how });
-      let answering = await this.answersAfter(rec, this.config.stopGraceMs);
+      let answering = await answersAfter(r.endpoint, this.config.health.path, this.config.stopGraceMs);
       if (answering && rec.stopArgv !== undefined && pid !== null) {
         // The stop_command ran (or failed) and the replica still answers: signal its proven pid,
         // as a host without stop_command would have.
@@ -314,7 +289,7 @@ export class FleetService {
           `${r.name} still answers ${this.config.stopGraceMs / 1000} s after its stop_command; signalling its process group ${pid}`,
         );
         await this.runStop(rec, { pid, ...how });
-        answering = await this.answersAfter(rec, this.config.stopGraceMs);
+        answering = await answersAfter(r.endpoint, this.config.health.path, this.config.stopGraceMs);
       }
       if (!r.removed) this.registry.remove(r.name);
       if (answering) {
@@ -341,17 +316,6 @@ export class FleetService {
     } catch (e) {
       const r = rec.replica;
       this.log.error({ event: 'stop_failed', replica: r.name, err: (e as Error).message }, `stopping ${r.name} failed: ${(e as Error).message}`);
-    }
-  }
-
-  /** Whether the replica still answers its health path once `graceMs` passed (false as soon as it stops). */
-  private async answersAfter(rec: LaunchRecord, graceMs: number): Promise<boolean> {
-    const r = rec.replica;
-    const end = performance.now() + graceMs;
-    for (;;) {
-      if ((await probe(r.endpoint, this.config.health.path, 1_000)).status === undefined) return false;
-      if (performance.now() >= end) return true;
-      await delay(250);
     }
   }
 

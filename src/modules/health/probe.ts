@@ -62,3 +62,16 @@ export function probe(ep: ReplicaEndpoint, path: string, timeoutMs: number, maxB
     req.end();
   });
 }
+
+/**
+ * Whether the endpoint still gives any HTTP answer on `path` once `graceMs` passed: probes with a
+ * 1 s timeout every 250 ms, false as soon as one gets no answer (after a stop: the process is gone).
+ */
+export async function answersAfter(ep: ReplicaEndpoint, path: string, graceMs: number): Promise<boolean> {
+  const end = performance.now() + graceMs;
+  for (;;) {
+    if ((await probe(ep, path, 1_000)).status === undefined) return false;
+    if (performance.now() >= end) return true;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
