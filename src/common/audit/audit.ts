@@ -27,11 +27,11 @@ export async function audited<T>(log: AppLogger, req: FastifyRequest, what: stri
   r.audited = true;
   try {
     const out = await action();
-    log.info({ event: 'audit', who, what, result: 'ok' }, `admin ${what}: ok`);
+    writeAudit(log, who, what, 'ok');
     return out;
   } catch (e) {
     const result = e instanceof DomainError ? e.code : e instanceof HttpException ? `http_${e.getStatus()}` : 'error';
-    log.info({ event: 'audit', who, what, result, detail: (e as Error).message }, `admin ${what}: ${result}`);
+    writeAudit(log, who, what, result, (e as Error).message);
     throw e;
   }
 }
@@ -45,8 +45,10 @@ export function auditRefusal(log: AppLogger, req: FastifyRequest, status: number
   const r = req as AuditedRequest;
   if (r.adminRoute !== true || r.audited === true || !MUTATING.has(req.method)) return;
   r.audited = true;
-  const who = r.adminId ?? 'unauthenticated';
-  const what = `${req.method} ${(req.url.split('?')[0] ?? '').slice(0, 256)}`;
-  const result = `http_${status}`;
-  log.info({ event: 'audit', who, what, result, detail }, `admin ${what}: ${result}`);
+  writeAudit(log, r.adminId ?? 'unauthenticated', `${req.method} ${(req.url.split('?')[0] ?? '').slice(0, 256)}`, `http_${status}`, detail);
+}
+
+/** The one shape of an audit line: who, what, result (and why, when it did not succeed). */
+function writeAudit(log: AppLogger, who: string, what: string, result: string, detail?: string): void {
+  log.info({ event: 'audit', who, what, result, ...(detail !== undefined ? { detail } : {}) }, `admin ${what}: ${result}`);
 }

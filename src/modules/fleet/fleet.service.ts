@@ -269,12 +269,9 @@ export class FleetService {
         // Adopted without a proven pid (a pypto-serving-router state file, a dead or reused pid)
         // and no stop_command: a process whose identity was not proven is never signalled. It
         // keeps running, so it stays in the state file and the next start adopts it again.
-        rec.leftRunning = true;
+        rec.leftRunning = `cannot stop ${r.name}: its pid is not known (or not proven) and the host has no stop_command; it keeps running; stop it by hand`;
         if (!r.removed) this.registry.remove(r.name);
-        this.log.warn(
-          { event: 'stop_skipped', replica: r.name, host: rec.host.name, devices: rec.slot.devices },
-          `cannot stop ${r.name}: its pid is not known (or not proven) and the host has no stop_command; it keeps running; stop it by hand`,
-        );
+        this.log.warn({ event: 'stop_skipped', replica: r.name, host: rec.host.name, devices: rec.slot.devices }, rec.leftRunning);
         this.persist();
         return;
       }
@@ -295,9 +292,8 @@ export class FleetService {
       if (answering) {
         // Still serving: freeing the slot would launch a second replica onto busy devices. It
         // stays reserved and recorded (the next start adopts it); an operator must stop it.
-        rec.leftRunning = true;
-        rec.stopIncomplete = `${r.name} still answers at ${r.url} after the stop; its slot ${rec.slot.name} stays reserved and it stays in the state file; stop it by hand`;
-        this.log.error({ event: 'stop_incomplete', replica: r.name, host: rec.host.name, devices: rec.slot.devices, url: r.url, pid }, rec.stopIncomplete);
+        rec.leftRunning = `${r.name} still answers at ${r.url} after the stop; its slot ${rec.slot.name} stays reserved and it stays in the state file; stop it by hand`;
+        this.log.error({ event: 'stop_incomplete', replica: r.name, host: rec.host.name, devices: rec.slot.devices, url: r.url, pid }, rec.leftRunning);
         this.persist();
         return;
       }
@@ -323,7 +319,7 @@ export class FleetService {
   persist(): void {
     if (!this.state.enabled) return;
     const replicas: StateReplica[] = [...this.records.values()]
-      .filter((rec) => !rec.stopRequested || rec.leftRunning)
+      .filter((rec) => !rec.stopRequested || rec.leftRunning !== undefined)
       .map((rec) => ({
         slot: rec.slot.name,
         host: rec.host.name,

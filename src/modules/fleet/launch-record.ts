@@ -15,10 +15,11 @@ export class LaunchRecord {
   failure: string | undefined;
   /** The fleet itself asked it to stop (so its exit is expected). */
   stopRequested = false;
-  /** Shutdown found no proven way to stop it: it keeps running and stays in the state file. */
-  leftRunning = false;
-  /** Set when a stop ended with the replica still answering (why, for DELETE's answer). */
-  stopIncomplete: string | undefined;
+  /**
+   * Why a stop left it running (no proven way to stop it, or it still answers after the stop):
+   * it keeps its slot and stays in the state file. Undefined otherwise.
+   */
+  leftRunning: string | undefined;
 
   constructor(
     readonly replica: Replica,

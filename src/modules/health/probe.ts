@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { ReplicaEndpoint } from '../registry/replica-endpoint.js';
 
 export interface ProbeResult {
@@ -72,6 +73,6 @@ export async function answersAfter(ep: ReplicaEndpoint, path: string, graceMs: n
   for (;;) {
     if ((await probe(ep, path, 1_000)).status === undefined) return false;
     if (performance.now() >= end) return true;
-    await new Promise((r) => setTimeout(r, 250));
+    await delay(250);
   }
 }

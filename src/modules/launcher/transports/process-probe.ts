@@ -52,13 +52,20 @@ async function hasLiveMemberViaProc(pgid: number): Promise<boolean | undefined> 
   if (process.platform !== 'linux') return undefined;
   const leader = await procState(pgid);
   if (leader !== undefined && leader !== 'Z' && leader !== 'X') return true; // the common case
-  let entries: string[];
   try {
-    entries = await readdir('/proc');
+    for await (const _ of liveGroupMembers(pgid)) return true;
   } catch {
     return undefined;
   }
-  for (const entry of entries) {
+  return false;
+}
+
+/**
+ * The live (not zombie) processes of group `pgid`, and `pgid` itself if it is live, from /proc,
+ * lazily (a caller may stop at the first). Throws when /proc cannot be listed.
+ */
+async function* liveGroupMembers(pgid: number): AsyncGenerator<number> {
+  for (const entry of await readdir('/proc')) {
     if (!/^[0-9]+$/.test(entry)) continue;
     let stat: string;
     try {
@@ -67,9 +74,8 @@ async function hasLiveMemberViaProc(pgid: number): Promise<boolean | undefined> 
       continue; // exited while we looked
     }
     const { state, pgrp } = parseStat(stat);
-    if ((pgrp === pgid || Number(entry) === pgid) && state !== 'Z' && state !== 'X') return true;
+    if ((pgrp === pgid || Number(entry) === pgid) && state !== 'Z' && state !== 'X') yield Number(entry);
   }
-  return false;
 }
 
 /**
@@ -148,22 +154,10 @@ export async function identifyListener(pid: number, port: number): Promise<PidId
   if (inodes === undefined) return { proven: false, reason: `cannot inspect sockets without /proc (platform ${process.platform})` };
   if (inodes.size === 0) return { proven: false, reason: `no socket listens on port ${port} on this machine` };
   if (await holdsSocket(pid, inodes)) return { proven: true };
-  let entries: string[] = [];
   try {
-    entries = await readdir('/proc');
+    for await (const member of liveGroupMembers(pid)) if (member !== pid && (await holdsSocket(member, inodes))) return { proven: true };
   } catch {
-    // fall through: unproven
-  }
-  for (const entry of entries) {
-    if (!/^[0-9]+$/.test(entry) || Number(entry) === pid) continue;
-    let stat: string;
-    try {
-      stat = await readFile(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const { state, pgrp } = parseStat(stat);
-    if (pgrp === pid && state !== 'Z' && state !== 'X' && (await holdsSocket(Number(entry), inodes))) return { proven: true };
+    // /proc cannot be listed: unproven
   }
   return { proven: false, reason: `neither pid ${pid} nor its process group holds the socket listening on port ${port}` };
 }
