@@ -7,7 +7,7 @@ import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { probe } from '../health/probe.js';
-import { createEndpoint } from '../registry/replica-endpoint.js';
+import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js';
 import { FleetService } from './fleet.service.js';
 import { FleetMirror } from './fleet-mirror.js';
 import { LeaderService } from '../cluster/leader.service.js';
@@ -130,7 +130,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
         modelOk = m.ok && (m.body ?? '').includes(JSON.stringify(expected));
       }
     } finally {
-      ep.agent.destroy();
+      destroyEndpoint(ep);
     }
     // A recorded pid is kept only once proven to be the process serving the port: a stop signals
     // its whole process group, and after a crash the pid may be dead or reused (SPEC §6).

@@ -40,7 +40,7 @@ export function probe(ep: ReplicaEndpoint, path: string, timeoutMs: number, maxB
     };
     const mod = ep.scheme === 'https' ? https : http;
     const req = mod.request(
-      { host: ep.host, port: ep.port, path, method: 'GET', agent: ep.agent, headers: { accept: 'application/json' } },
+      { host: ep.host, port: ep.port, path, method: 'GET', agent: ep.probeAgent, headers: { accept: 'application/json' } },
       (res) => {
         const status = res.statusCode ?? 0;
         const chunks: Buffer[] = [];

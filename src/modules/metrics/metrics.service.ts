@@ -179,7 +179,7 @@ export class MetricsService {
   private overheadResponse: { observe(v: number): void } | undefined;
 
   private exchangeEnded(ex: Exchange): void {
-    const route = routeLabel(ex.req.originalUrl ?? ex.req.url);
+    const route = routeLabel(ex.req.url);
     const status = String(ex.status || (ex.cause === 'client_abort' ? 499 : 0));
     const replica = ex.replica?.name ?? 'none';
     const key = `${route} ${status} ${replica} ${ex.decision}`;

@@ -25,7 +25,7 @@ export class RequestLogService {
       event: 'request',
       reqId: ex.id,
       method: ex.req.method,
-      path: ex.req.originalUrl ?? ex.req.url,
+      path: ex.req.url,
       session: ex.session?.id,
       replica: ex.replica?.name,
       decision: ex.decision,

@@ -21,7 +21,7 @@ function fetchModels(r: Replica, path: string, timeoutMs: number, ex: Exchange):
         port: ep.port,
         path,
         method: 'GET',
-        agent: ep.agent,
+        agent: ep.probeAgent,
         headers: { accept: 'application/json', 'x-request-id': ex.id, ...(ex.session ? { 'x-session-id': ex.session.id } : {}) },
         signal: AbortSignal.timeout(timeoutMs),
       },
@@ -43,7 +43,8 @@ function fetchModels(r: Replica, path: string, timeoutMs: number, ex: Exchange):
  * the first 200 is relayed as received; none → 503. Never hangs.
  */
 export async function relayModels(ex: Exchange, table: readonly Replica[], timeoutMs: number): Promise<void> {
-  const path = ex.req.originalUrl ?? '/v1/models';
+  // The client's query string goes along (SPEC §3); only the path was matched.
+  const path = ex.req.url ?? '/v1/models';
   for (const r of table.filter((x) => x.routable)) {
     if (ex.res.destroyed) return void ex.end('client_abort');
     const a = await fetchModels(r, path, timeoutMs, ex);
@@ -62,10 +63,4 @@ export async function relayModels(ex: Exchange, table: readonly Replica[], timeo
   }
   ex.end('no_replica');
   sendRouterError(ex.res, 'no_replica_available', ex.routerHeaders());
-}
-
-declare module 'node:http' {
-  interface IncomingMessage {
-    originalUrl?: string;
-  }
 }

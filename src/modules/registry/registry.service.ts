@@ -1,5 +1,6 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Replica } from './replica.js';
+import { destroyEndpoint } from './replica-endpoint.js';
 
 export class RegistryError extends Error {
   constructor(
@@ -57,7 +58,7 @@ export class RegistryService implements OnModuleDestroy {
     r.index = -1;
     for (const l of this.removedListeners) l(r);
     // Removal follows a drain, so what is left on these sockets is cut on purpose.
-    r.endpoint.agent.destroy();
+    destroyEndpoint(r.endpoint);
     return r;
   }
 
@@ -72,6 +73,6 @@ export class RegistryService implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    for (const r of this.table) r.endpoint.agent.destroy();
+    for (const r of this.table) destroyEndpoint(r.endpoint);
   }
 }

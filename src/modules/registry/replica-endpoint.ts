@@ -12,8 +12,13 @@ export interface ReplicaEndpoint {
   readonly url: string;
   /** `Host` header of requests to this replica (the port is left out when it is the scheme's default). */
   readonly hostHeader: string;
-  /** Keep-alive agent owned by this replica; destroyed when it is removed. */
+  /** Keep-alive agent of the data plane (client traffic only); destroyed when the replica is removed. */
   readonly agent: http.Agent;
+  /**
+   * Agent of health probes, model discovery and metric scrapes (SPEC §3): connections of their
+   * own, opened per probe, so hundreds of streams in the data plane's pool never delay a probe.
+   */
+  readonly probeAgent: http.Agent;
 }
 
 export interface EndpointOptions {
@@ -26,8 +31,8 @@ export interface EndpointOptions {
 
 /** Idle upstream sockets are closed before common engine keep-alive timeouts (uvicorn: 5 s). */
 const FREE_SOCKET_TIMEOUT_MS = 4_000;
-/** Upstream connections per replica (an engine batches far fewer requests than this at once). */
-const MAX_SOCKETS_PER_REPLICA = 384;
+/** Idle upstream connections kept per replica for reuse; busy ones are never capped (SPEC §3). */
+const MAX_FREE_SOCKETS_PER_REPLICA = 256;
 
 /** An IPv6 literal in brackets, as URLs and `Host` headers write it. */
 function bracketed(host: string): string {
@@ -43,17 +48,16 @@ function hostHeader(scheme: Scheme, host: string, port: number): string {
 }
 
 export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
-  // maxSockets: a burst of concurrent requests queues in the agent instead of opening more
-  // connections than a replica's accept backlog (511 by default) takes at once.
-  const base = { keepAlive: true, keepAliveMsecs: 1_000, maxSockets: MAX_SOCKETS_PER_REPLICA, maxFreeSockets: 256, scheduling: 'lifo' as const, timeout: FREE_SOCKET_TIMEOUT_MS };
-  const agent =
-    o.scheme === 'https'
-      ? new https.Agent({
-          ...base,
-          ca: o.caFile !== undefined ? readFileSync(o.caFile) : undefined,
-          rejectUnauthorized: o.tlsVerify !== false,
-        })
-      : new http.Agent(base);
+  // No maxSockets: every request is forwarded at once (SPEC §3, "no hidden concurrency cap");
+  // an engine queues what it cannot batch, and `max_inflight` is the operator's cap when wanted.
+  const dataPlane = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: MAX_FREE_SOCKETS_PER_REPLICA, scheduling: 'lifo' as const, timeout: FREE_SOCKET_TIMEOUT_MS };
+  // Probes dial a fresh connection each time (one every few seconds): a kept-alive probe socket
+  // would race the engine's idle timeout and turn a healthy replica's reset into a failed probe.
+  const probes = { keepAlive: false };
+  const ca = o.caFile !== undefined ? readFileSync(o.caFile) : undefined;
+  const tls = { ca, rejectUnauthorized: o.tlsVerify !== false };
+  const agent = o.scheme === 'https' ? new https.Agent({ ...dataPlane, ...tls }) : new http.Agent(dataPlane);
+  const probeAgent = o.scheme === 'https' ? new https.Agent({ ...probes, ...tls }) : new http.Agent(probes);
   return {
     scheme: o.scheme,
     host: o.host,
@@ -61,5 +65,12 @@ export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
     url: formatUrl(o.scheme, o.host, o.port),
     hostHeader: hostHeader(o.scheme, o.host, o.port),
     agent,
+    probeAgent,
   };
+}
+
+/** Close every connection of an endpoint (the replica left the table). */
+export function destroyEndpoint(ep: ReplicaEndpoint): void {
+  ep.agent.destroy();
+  ep.probeAgent.destroy();
 }
