@@ -129,6 +129,27 @@ describe('data plane (SPEC §3)', () => {
     }
   });
 
+  it('drops the request headers its Connection header names (RFC 9110 §7.6.1)', async () => {
+    const r = await simRequest(`${router.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { connection: 'keep-alive, X-Hop-Secret,  x-other-hop', 'x-hop-secret': 's3cret', 'x-other-hop': '1', 'x-end-to-end': 'kept' },
+      body: '{"input":"x"}',
+    });
+    assert.equal(r.status, 200);
+    const h = (await sim.stats()).last_request!.headers;
+    assert.equal(h['x-hop-secret'], undefined);
+    assert.equal(h['x-other-hop'], undefined);
+    assert.equal(h['x-end-to-end'], 'kept');
+  });
+
+  it('keeps the query string of GET /v1/models', async () => {
+    const r = await simRequest(`${router.url}/v1/models?limit=5&after=m%201`);
+    assert.equal(r.status, 200);
+    const last = (await sim.stats()).last_request!;
+    assert.equal(last.path, '/v1/models');
+    assert.equal(last.query, 'limit=5&after=m%201');
+  });
+
   it('relays GET /v1/models with the router headers', async () => {
     const r = await simRequest(`${router.url}/v1/models`);
     assert.equal(r.status, 200);
@@ -308,7 +329,8 @@ describe('data plane: what goes back to the client', () => {
       req.on('end', () => {
         res.writeHead(200, {
           'content-type': 'application/json',
-          connection: 'close',
+          connection: 'close, X-Engine-Hop',
+          'x-engine-hop': 'private',
           'keep-alive': 'timeout=1, max=1',
           'proxy-connection': 'close',
           'x-engine': 'raw',
@@ -328,6 +350,7 @@ describe('data plane: what goes back to the client', () => {
       assert.equal(first.headers['x-engine'], 'raw');
       assert.equal(first.headers['x-router-replica'], 'raw');
       assert.equal(first.headers['proxy-connection'], undefined);
+      assert.equal(first.headers['x-engine-hop'], undefined, 'a header the replica named in Connection is hop-by-hop');
       assert.notEqual(first.headers['connection'], 'close');
       assert.notEqual(first.headers['keep-alive'], 'timeout=1, max=1');
       // The replica closed its side; the client's connection to the router is still good.

@@ -14,13 +14,11 @@ import type { Replica } from '../registry/replica.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { affinityHeader } from '../routing/routing.policy.js';
 import { readBody } from './body-reader.js';
+import { copyEndToEnd } from './hop-by-hop.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
 import { sendRouterError, streamErrorEvent, type RouterErrorCode } from './router-error.js';
-
-/** Headers that describe one hop (RFC 9110 §7.6.1): never forwarded, in either direction. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'expect']);
 
 /** Errors that mean no connection was made, so nothing reached the replica. */
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNTIMEOUT', 'EADDRNOTAVAIL']);
@@ -304,9 +302,8 @@ export class DataPlaneService {
  */
 function upstreamHeaders(ex: Exchange, hostHeader: string): OutgoingHttpHeaders {
   const req = ex.req;
-  const out: OutgoingHttpHeaders = {};
   const inHeaders = req.headers;
-  for (const k in inHeaders) if (!HOP_BY_HOP.has(k)) out[k] = inHeaders[k];
+  const out = copyEndToEnd(inHeaders, {});
   const clientHost = inHeaders.host;
   const encrypted = (req.socket as TLSSocket).encrypted === true;
   const port = clientHost !== undefined ? /:(\d+)$/.exec(clientHost)?.[1] : undefined;
@@ -330,8 +327,5 @@ function appendForwarded(h: OutgoingHttpHeaders, name: string, value: string): v
 
 /** The replica's response headers minus hop-by-hop ones, plus the router's own (SPEC §3). */
 function responseHeaders(proxyRes: IncomingMessage, ex: Exchange): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const h = proxyRes.headers;
-  for (const k in h) if (!HOP_BY_HOP.has(k)) out[k] = h[k];
-  return Object.assign(out, ex.routerHeaders());
+  return Object.assign(copyEndToEnd(proxyRes.headers, {}), ex.routerHeaders());
 }
