@@ -81,11 +81,13 @@ const text: Rule = (v) => (typeof v === 'string' && v !== '' ? undefined : `must
 const checked = (check: (s: string) => string | undefined): Rule => (v) => text(v) ?? check(v as string);
 const oneOf = (choices: readonly string[]): Rule => (v) =>
   typeof v === 'string' && choices.includes(v) ? undefined : `must be one of ${choices.map((c) => `"${c}"`).join(', ')}, ${got(v)}`;
-/** Replica/host names; absent, null and "" mean "use the default name" (as pypto-serving-router). */
+/** Replica/host names; absent or null means "use the default name", but a present name is never empty (SPEC §2). */
 const optionalName: Rule = (v) =>
-  v === undefined || v === null || v === '' || (typeof v === 'string' && NAME_PATTERN.test(v))
+  v === undefined || v === null || (typeof v === 'string' && NAME_PATTERN.test(v))
     ? undefined
-    : `must be 1-64 characters of A-Z a-z 0-9 . _ : -, ${got(v)}`;
+    : v === ''
+      ? 'must not be empty (leave the name out, or set it to null, for the default name)'
+      : `must be 1-64 characters of A-Z a-z 0-9 . _ : -, ${got(v)}`;
 const stringList = (nonEmpty: boolean): Rule => (v) => {
   if (!Array.isArray(v)) return `must be an array of strings, ${got(v)}`;
   if (nonEmpty && v.length === 0) return 'must not be empty';
@@ -259,7 +261,7 @@ function unknownField(error: ValidationError): string {
 // ---- DTO → spec --------------------------------------------------------------------------------
 
 type PathMapper = (path: string | undefined) => string | undefined;
-const isUnset = (v: unknown): v is undefined | null | '' => v === undefined || v === null || v === '';
+const isUnset = (v: unknown): v is undefined | null => v === undefined || v === null;
 /** Drops undefined values, so optional spec fields are absent rather than undefined. */
 const defined = <T extends object>(o: T): Partial<T> =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -102,14 +102,19 @@ describe('config file: names', () => {
     rejects({ hosts: [host({ name: 'x'.repeat(65) })] }, 'hosts[0].name', /got "x{65}/);
   });
 
-  it('names a replica host:port by default, also when its name is empty or null', () => {
-    const config = load({ replicas: [replica({ port: 8001 }), replica({ port: 8002, name: '' }), replica({ port: 8003, name: null }), replica({ host: '[::1]', port: 8004 })] });
-    assert.deepEqual(config.replicas.map((r) => r.name), ['127.0.0.1:8001', '127.0.0.1:8002', '127.0.0.1:8003', '::1:8004']);
+  it('names a replica host:port by default, also when its name is null', () => {
+    const config = load({ replicas: [replica({ port: 8001 }), replica({ port: 8003, name: null }), replica({ host: '[::1]', port: 8004 })] });
+    assert.deepEqual(config.replicas.map((r) => r.name), ['127.0.0.1:8001', '127.0.0.1:8003', '::1:8004']);
   });
 
   it('names a host host<i> by default', () => {
-    const config = load({ hosts: [host(), host({ name: undefined, port_base: 9001 }), host({ name: '', port_base: 9101 })] });
+    const config = load({ hosts: [host(), host({ name: undefined, port_base: 9001 }), host({ name: null, port_base: 9101 })] });
     assert.deepEqual(config.hosts.map((h) => h.name), ['node', 'host1', 'host2']);
+  });
+
+  it('refuses an empty name on a replica or a host, naming the path (SPEC §2)', () => {
+    rejects({ replicas: [replica(), replica({ port: 8002, name: '' })] }, 'replicas[1].name', /must not be empty/);
+    rejects({ hosts: [host(), host({ name: '', port_base: 9101 })] }, 'hosts[1].name', /must not be empty/);
   });
 
   it('refuses duplicate replica names, naming the first owner', () => {

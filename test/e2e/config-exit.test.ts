@@ -109,6 +109,13 @@ describe('main exits 2 on invalid config or flags', () => {
     assertConfigExit(await runMain(['--config', host]), [['hosts[0].name', /^must be 1-64 characters of A-Z a-z 0-9 \. _ : -, got "node\$\(id\)"/]]);
   });
 
+  it('exits 2 on an empty replica or host name, naming its path', async () => {
+    const replica = file('empty-replica.json', { replicas: [{ host: '127.0.0.1', port: 9000 }, { name: '', host: '127.0.0.1', port: 9001 }] });
+    assertConfigExit(await runMain(['--config', replica]), [['replicas[1].name', /^must not be empty/]]);
+    const host = file('empty-host.json', { hosts: [{ name: '', devices: [0], model: 'm' }] });
+    assertConfigExit(await runMain(['--config', host]), [['hosts[0].name', /^must not be empty/]]);
+  });
+
   it('refuses a static replica named like a generated slot', async () => {
     // Host h, devices [0,1], one device per replica: slots h-d0 and h-d1.
     const clash = file('slot-name.json', {
