@@ -49,7 +49,8 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
           connectionsCheckingInterval: 1_000,
         },
         (req, res) => {
-          if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) void dataPlane.handle(req, res);
+          // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
+          if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
           else fastifyHandler(req, res);
         },
       ),

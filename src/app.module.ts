@@ -4,6 +4,7 @@ import { RouterConfigModule } from './config/config.module.js';
 import type { RouterConfig } from './config/router-config.js';
 import { LoggingModule } from './common/logging/logging.module.js';
 import { PROCESS_ENV, type ProcessEnv } from './common/process-env.js';
+import { InternalErrors } from './common/errors/internal-errors.js';
 import { LifecycleModule } from './modules/lifecycle/lifecycle.module.js';
 import { ClusterModule } from './modules/cluster/cluster.module.js';
 import { RoutingModule } from './modules/routing/routing.module.js';
@@ -18,6 +19,8 @@ export interface AppOptions {
   readonly logStream?: NodeJS.WritableStream;
   /** The router's environment, inherited by locally launched replicas minus ROUTER_* (default: none). */
   readonly env?: ProcessEnv;
+  /** The process's count of unexpected errors (main.ts shares its own; default: a new one). */
+  readonly internalErrors?: InternalErrors;
 }
 
 /** Wires the modules; no logic. */
@@ -27,8 +30,11 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      providers: [{ provide: PROCESS_ENV, useValue: opts.env ?? {} }],
-      exports: [PROCESS_ENV],
+      providers: [
+        { provide: PROCESS_ENV, useValue: opts.env ?? {} },
+        { provide: InternalErrors, useValue: opts.internalErrors ?? new InternalErrors() },
+      ],
+      exports: [PROCESS_ENV, InternalErrors],
       imports: [
         RouterConfigModule.forRoot(config),
         LoggingModule.forRoot(config, opts.logStream),

@@ -3,6 +3,8 @@ import { constants } from 'node:os';
 import { loadConfigOrExit } from './config/cli.js';
 import { ConfigError, formatConfigProblems } from './config/config-error.js';
 import type { AppLogger } from './common/logging/logger.js';
+import { InternalErrors } from './common/errors/internal-errors.js';
+import { installProcessFaultHandlers } from './common/errors/process-faults.js';
 
 /** Bootstrap only: config (exit 2 on any problem), app, signals, listen. */
 async function main(): Promise<void> {
@@ -18,6 +20,15 @@ async function main(): Promise<void> {
   // file still lists them, so a start with the same --state-file adopts them.
   let first: NodeJS.Signals | undefined;
   let up: { drain: (sig: NodeJS.Signals) => void; log: AppLogger } | undefined;
+  // An unhandled rejection is logged, counted and survived; an uncaught exception exits 1 for the
+  // supervisor to restart the router (the reasons: common/errors/process-faults.ts).
+  const internalErrors = new InternalErrors();
+  installProcessFaultHandlers({
+    errors: internalErrors,
+    log: () => up?.log,
+    stderr: (line) => process.stderr.write(line + '\n'),
+    exit: (code) => process.exit(code),
+  });
   for (const sig of ['SIGTERM', 'SIGINT'] as const) {
     process.on(sig, () => {
       if (first !== undefined) {
@@ -31,7 +42,7 @@ async function main(): Promise<void> {
       else process.stderr.write(`received ${sig} during start-up: draining as soon as the router is up (send it again to exit at once)\n`);
     });
   }
-  const { app, log } = await startRouter(config, { env: process.env });
+  const { app, log } = await startRouter(config, { env: process.env, internalErrors });
   const shutdown = app.get(ShutdownService);
   up = {
     log,

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { INTERNAL_ERROR_SOURCES, InternalErrors } from '../../common/errors/internal-errors.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { FleetService } from '../fleet/fleet.service.js';
 import { HealthService } from '../health/health.service.js';
@@ -42,6 +43,7 @@ export class MetricsService {
     observer: ExchangeObserver,
     redis: RedisService,
     leader: LeaderService,
+    internalErrors: InternalErrors,
   ) {
     const reg = this.registry;
     collectDefaultMetrics({ register: reg });
@@ -52,7 +54,7 @@ export class MetricsService {
       labelNames: ['route', 'status', 'replica', 'decision', 'reason'],
       registers: [reg],
     });
-    this.terminations = new Counter({ name: `${P}request_terminations_total`, help: 'How data-plane requests ended: ok|client_abort|upstream_error|upstream_timeout|no_replica|rejected.', labelNames: ['cause'], registers: [reg] });
+    this.terminations = new Counter({ name: `${P}request_terminations_total`, help: 'How data-plane requests ended: ok|client_abort|upstream_error|upstream_timeout|no_replica|rejected|internal_error.', labelNames: ['cause'], registers: [reg] });
     this.overhead = new Histogram({
       name: `${P}overhead_seconds`,
       help: 'Time spent in the router: phase=request is arrival to upstream request written; phase=response is upstream response to first byte handed to the client.',
@@ -140,6 +142,21 @@ export class MetricsService {
       },
     });
     new Gauge({ name: `${P}orphans`, help: 'Recorded replicas found silent at start (see GET /fleet).', registers: [reg], collect() { this.set(fleet.orphans.length); } });
+    // Every source is exported from the start (at 0), so an alert on its increase has a series to watch.
+    const internalSeen = new Map<string, number>();
+    new Counter({
+      name: `${P}internal_errors_total`,
+      help: 'Router bugs caught instead of crashing, by where: data_plane (a /v1/ request answered 500) or unhandled_rejection (process handler). Any increase deserves a look at the error log lines.',
+      labelNames: ['source'],
+      registers: [reg],
+      collect() {
+        for (const source of INTERNAL_ERROR_SOURCES) {
+          const now = internalErrors.count(source);
+          this.inc({ source }, now - (internalSeen.get(source) ?? 0));
+          internalSeen.set(source, now);
+        }
+      },
+    });
     monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': registry.rejected }));
 
     new Gauge({
@@ -227,7 +244,10 @@ function monotonic(reg: Registry, name: string, help: string, label: string | un
     collect() {
       for (const [k, v] of Object.entries(read())) {
         const d = v - (last.get(k) ?? 0);
-        if (d > 0) label ? this.inc({ [label]: k }, d) : this.inc(d);
+        if (d > 0) {
+          if (label) this.inc({ [label]: k }, d);
+          else this.inc(d);
+        }
         last.set(k, v);
       }
     },

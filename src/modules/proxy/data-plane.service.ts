@@ -6,6 +6,7 @@ import type { TLSSocket } from 'node:tls';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
+import { InternalErrors } from '../../common/errors/internal-errors.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { HealthService } from '../health/health.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
@@ -40,12 +41,23 @@ export class DataPlaneService {
     private readonly health: HealthService,
     private readonly lifecycle: LifecycleService,
     private readonly observer: ExchangeObserver,
+    private readonly internalErrors: InternalErrors,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
 
-  /** One `/v1/` request, from arrival to the end of the response. */
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /**
+   * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise
+   * floating: a throw anywhere in handle() is a router bug, answered by internalError() while the
+   * server goes on serving the next request.
+   */
+  serve(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(req, res);
+    this.handle(ex).catch((err: unknown) => this.internalError(ex, err));
+  }
+
+  /** One `/v1/` request, from arrival to the end of the response. */
+  private async handle(ex: Exchange): Promise<void> {
+    const { req, res } = ex;
     this.observer.arrived();
     ex.onAbort = (reason) => this.aborted(ex, reason);
     res.once('close', () => this.closed(ex));
@@ -258,6 +270,24 @@ export class DataPlaneService {
       const sep = ex.tail.endsWith('\n\n') || ex.bytesOut === 0 ? '' : '\n\n';
       ex.res.end(sep + streamErrorEvent(code, message));
     } else {
+      ex.res.destroy();
+    }
+  }
+
+  /**
+   * handle() threw. Logged with the request id and counted
+   * (`affinity_router_internal_errors_total{source="data_plane"}`); the client gets a 500
+   * `internal_error` in the OpenAI error shape, naming only the request id, or a cut connection if
+   * the response had started. The close handler then settles the exchange as for any request, with
+   * the cause `internal_error`.
+   */
+  private internalError(ex: Exchange, err: unknown): void {
+    const count = this.internalErrors.record('data_plane');
+    this.log.error({ event: 'internal_error', source: 'data_plane', reqId: ex.id, method: ex.req.method, path: ex.req.url, count, err }, 'internal error while handling a request');
+    try {
+      ex.proxyReq?.destroy();
+      this.fail(ex, 'internal_error', 'internal_error', `internal router error (request id ${ex.id})`);
+    } catch {
       ex.res.destroy();
     }
   }

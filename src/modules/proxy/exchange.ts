@@ -4,7 +4,7 @@ import type { Replica } from '../registry/replica.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
 
 /** How an exchange ended; exactly one per request (SPEC §9). */
-export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected';
+export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected' | 'internal_error';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -6,7 +6,7 @@ import { ExchangeObserver } from './exchange.observer.js';
 
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
- * DataPlaneService.handle() straight from the HTTP server, ahead of Fastify's router and the Nest
+ * DataPlaneService.serve() straight from the HTTP server, ahead of Fastify's router and the Nest
  * middleware chain (docs/design.md §3).
  */
 @Module({

@@ -8,6 +8,7 @@ export const ROUTER_ERRORS = {
   replica_disconnected: { status: 502, type: 'bad_gateway', message: 'the replica closed the connection before answering' },
   replica_timeout: { status: 504, type: 'timeout', message: 'the replica did not answer in time' },
   body_too_large: { status: 413, type: 'invalid_request_error', message: 'request body is larger than the router accepts' },
+  internal_error: { status: 500, type: 'server_error', message: 'the router failed while handling the request' },
 } as const;
 
 export type RouterErrorCode = keyof typeof ROUTER_ERRORS;
