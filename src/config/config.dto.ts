@@ -143,6 +143,7 @@ export class StaticReplicaDto {
   @Optional() @Check(oneOf(['http', 'https'])) readonly scheme?: 'http' | 'https';
   @Optional() @Check(text) readonly ca_file?: string;
   @Optional() @Check(boolean) readonly tls_verify?: boolean;
+  @Optional() @Check(integer(1)) readonly max_inflight?: number;
 }
 
 /** `hosts[i]`: a machine the router may launch replicas on. */
@@ -166,6 +167,7 @@ export class HostDto {
   @Optional() @Check(text) readonly python?: string;
   @Optional() @Check(text) readonly workdir?: string;
   @Optional() @Check(text) readonly log_dir?: string;
+  @Optional() @Check(integer(1)) readonly max_inflight?: number;
 }
 
 /** `routing`: session affinity settings (seconds in the file). */
@@ -275,7 +277,7 @@ export function toStaticReplicaSpec(dto: StaticReplicaDto, mapPath: PathMapper):
     port: dto.port,
     scheme: dto.scheme ?? 'http',
     tlsVerify: dto.tls_verify ?? true,
-    ...defined({ caFile: mapPath(dto.ca_file ?? undefined) }),
+    ...defined({ caFile: mapPath(dto.ca_file ?? undefined), maxInflight: dto.max_inflight ?? undefined }),
   };
 }
 
@@ -302,6 +304,7 @@ export function toHostSpec(dto: HostDto, index: number, mapPath: PathMapper): Ho
       launchWrapper: dto.launch_wrapper ?? undefined,
       stopCommand: dto.stop_command ?? undefined,
       workdir: dto.workdir ?? undefined,
+      maxInflight: dto.max_inflight ?? undefined,
     }),
   };
 }

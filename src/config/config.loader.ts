@@ -124,6 +124,8 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     launchTimeoutMs: num('launch-timeout'),
     drainTimeoutMs: num('drain-timeout'),
     stopGraceMs: num('stop-grace'),
+    queueTimeoutMs: num('queue-timeout'),
+    queueMax: num('queue-max'),
     stateFile: optStr('state-file'),
     redisUrl: optStr('redis-url'),
     redisPrefix: str('redis-prefix'),

@@ -98,6 +98,8 @@ export const FLAGS = [
   flag('launch-timeout', 'seconds', '600', 'seconds a launched replica has to become healthy'),
   flag('drain-timeout', 'seconds', '300', 'seconds a draining replica has to finish its requests'),
   flag('stop-grace', 'seconds', '30', 'seconds a stopped replica has to stop answering before the router escalates (stop_command, then signals) or reports it still running'),
+  flag('queue-timeout', 'seconds', '30', 'seconds a request may wait for a replica under its max_inflight before 503 overloaded'),
+  flag('queue-max', 'count', '1000', 'requests that may wait for a replica under its max_inflight; more get 503 overloaded at once', { min: 0 }),
   flag('redis-url', 'string', undefined, 'Redis shared by several routers: sessions and fleet leadership (default none: in-memory)'),
   flag('redis-prefix', 'string', 'affinity-router:', 'prefix of every Redis key this router uses'),
   flag('advertise-url', 'string', undefined, 'URL other routers and operators reach this router at (default http://<host>:<port>)'),

@@ -17,6 +17,8 @@ export interface StaticReplicaSpec {
   readonly caFile?: string;
   /** Verify the replica's certificate (https only). Default true. */
   readonly tlsVerify: boolean;
+  /** Admission cap: requests in flight beyond it wait in the router's queue (SPEC §3). */
+  readonly maxInflight?: number;
 }
 
 /** A machine the router may launch replicas on (`ssh` null = this machine). */
@@ -40,6 +42,8 @@ export interface HostSpec {
   readonly python: string;
   readonly workdir?: string;
   readonly logDir: string;
+  /** Admission cap of each replica launched here (SPEC §3). */
+  readonly maxInflight?: number;
 }
 
 /** One device group of a host: where one launched replica lives. */
@@ -100,6 +104,9 @@ export interface RouterConfigFields {
   readonly drainTimeoutMs: number;
   /** After a stop: how long the replica has to stop answering before escalation / stop_incomplete. */
   readonly stopGraceMs: number;
+  /** Admission: how long a request may wait for a replica with room, and how many may wait. */
+  readonly queueTimeoutMs: number;
+  readonly queueMax: number;
   readonly stateFile: string | undefined;
   /** Shared Redis (sessions, fleet lease); undefined = single router, everything in memory. */
   readonly redisUrl: string | undefined;

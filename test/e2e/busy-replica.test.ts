@@ -33,7 +33,10 @@ describe('a busy replica (SPEC §3: probes have connections of their own, no hid
       let lastNewRequestMs = 0;
       const allDone = Promise.all(streams.map((s) => s.done));
       let finished = false;
-      void allDone.then(() => (finished = true));
+      allDone.then(
+        () => (finished = true),
+        () => (finished = true),
+      );
       while (!finished && healthChecks.length < 20) {
         const h = await simRequest(`${router.url}/health`);
         healthChecks.push(h.status);

@@ -276,10 +276,10 @@ describe('health and failover (SPEC §5)', () => {
       await post(router, { 'x-session-id': 'a' });
       const h = await health(router);
       assert.equal(h.status, 200);
-      assert.deepEqual(Object.keys(h.body).sort(), ['affinity_hits', 'rejected', 'replicas', 'replicas_ready', 'replicas_total', 'routed', 'sessions', 'status']);
+      assert.deepEqual(Object.keys(h.body).sort(), ['affinity_hits', 'queued', 'rejected', 'replicas', 'replicas_ready', 'replicas_total', 'routed', 'sessions', 'status']);
       assert.deepEqual(
         { ...h.body, replicas: undefined },
-        { status: 'ok', replicas_ready: 1, replicas_total: 1, sessions: 1, routed: 2, affinity_hits: 1, rejected: 0, replicas: undefined },
+        { status: 'ok', replicas_ready: 1, replicas_total: 1, sessions: 1, routed: 2, affinity_hits: 1, rejected: 0, queued: 0, replicas: undefined },
       );
       assert.deepEqual(h.body.replicas[0], { name: 'h0', url: `http://127.0.0.1:${sim.port}`, ready: true, draining: false, outstanding: 0, routed: 2 });
       const live = await simRequest(`${router.url}/livez`);

@@ -73,9 +73,9 @@ describe('a reused upstream connection the replica already closed (staleReuse, S
     // The replica saw the request twice: once on the stale connection (dropped unanswered), once on a new one.
     const attempts = e.seen.slice(mark);
     assert.deepEqual(attempts.map((a) => a.body), ['{"turn":2}', '{"turn":2}']);
-    assert.equal(attempts[0]!.conn, warmConn);
-    assert.notEqual(attempts[1]!.conn, warmConn);
-    assert.equal((JSON.parse(second.body.toString()) as { conn: number }).conn, attempts[1]!.conn);
+    assert.equal(attempts[0].conn, warmConn);
+    assert.notEqual(attempts[1].conn, warmConn);
+    assert.equal((JSON.parse(second.body.toString()) as { conn: number }).conn, attempts[1].conn);
     // Nothing reached the replica's health: a stale connection says nothing about it.
     assert.equal(router.logs().filter((l) => l['event'] === 'unready').length, 0);
   });

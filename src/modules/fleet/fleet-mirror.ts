@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
+import { RouterConfig } from '../../config/router-config.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
@@ -18,6 +19,7 @@ export class FleetMirror {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
+    private readonly config: RouterConfig,
     private readonly leader: LeaderService,
     private readonly registry: RegistryService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
@@ -59,7 +61,7 @@ export class FleetMirror {
         logPath: '',
         launchedAt: e.launched_at ?? new Date().toISOString(),
         ...(e.model !== null ? { model: e.model } : {}),
-      }, false);
+      }, false, this.config.hosts.find((h) => h.name === e.host)?.maxInflight);
       r.everReady = true;
       this.registry.add(r);
     }

@@ -107,7 +107,7 @@ export class FleetService {
       logPath,
       launchedAt: new Date().toISOString(),
       ...(host.servedModelName ?? host.model ? { model: host.servedModelName ?? host.model } : {}),
-    }, false);
+    }, false, host.maxInflight);
     const rec = new LaunchRecord(replica, host, slot, transport, buildStopArgv(host, slot), env, holder);
     this.registry.add(replica);
     this.records.set(replica.name, rec);
@@ -353,7 +353,7 @@ export class FleetService {
       logPath: posix.join(host.logDir, `${slot.name}.log`),
       launchedAt: entry.launched_at ?? new Date().toISOString(),
       ...(entry.model !== null ? { model: entry.model } : {}),
-    }, ready);
+    }, ready, host.maxInflight);
     const env = transport.kind === 'local' ? buildLaunchEnv(host, slot, this.env) : buildLaunchEnv(host, slot, {});
     const rec = new LaunchRecord(replica, host, slot, transport, buildStopArgv(host, slot), env, holder);
     this.registry.add(replica);

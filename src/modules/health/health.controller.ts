@@ -4,6 +4,7 @@ import type { FastifyReply } from 'fastify';
 import { RegistryService } from '../registry/registry.service.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
+import { AdmissionService } from '../routing/admission.service.js';
 
 /** Router health: pypto-compatible `/health`, plus `/livez` and `/readyz` for orchestrators. */
 @ApiExcludeController()
@@ -13,6 +14,7 @@ export class HealthController {
     private readonly registry: RegistryService,
     private readonly affinity: AffinityService,
     private readonly lifecycle: LifecycleService,
+    private readonly admission: AdmissionService,
   ) {}
 
   @Get('health')
@@ -30,6 +32,8 @@ export class HealthController {
       routed: replicas.reduce((n, r) => n + r.routed, 0),
       affinity_hits: this.registry.affinityHits,
       rejected: this.registry.rejected,
+      // Requests waiting for a replica under its max_inflight; counted in no replica's outstanding.
+      queued: this.admission.depth,
       replicas: replicas.map((r) => ({
         name: r.name,
         url: r.url,

@@ -7,6 +7,7 @@ import { HealthService } from '../health/health.service.js';
 import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
 import { RegistryService } from '../registry/registry.service.js';
+import { AdmissionService } from '../routing/admission.service.js';
 import { RedisService } from '../cluster/redis.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
@@ -41,6 +42,7 @@ export class MetricsService {
     fleet: FleetService,
     health: HealthService,
     observer: ExchangeObserver,
+    admission: AdmissionService,
     redis: RedisService,
     leader: LeaderService,
     internalErrors: InternalErrors,
@@ -98,6 +100,22 @@ export class MetricsService {
         for (const r of registry.list) for (const s of STATES) this.set({ replica: r.name, kind: r.kind, state: s }, r.state === s ? 1 : 0);
       },
     });
+    new Gauge({
+      name: `${P}queue_depth`,
+      help: 'Requests waiting in the admission queue for a replica under its max_inflight (in no replica\'s in-flight count).',
+      registers: [reg],
+      collect() {
+        this.set(admission.depth);
+      },
+    });
+    const queueWait = new Histogram({
+      name: `${P}queue_wait_seconds`,
+      help: 'Time requests spent in the admission queue, by how they left it: dispatched|abandoned (client left)|timeout (--queue-timeout)|no_replica|shutdown.',
+      labelNames: ['outcome'],
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [reg],
+    });
+    admission.onLeave((outcome, ms) => queueWait.observe({ outcome }, ms / 1000));
     new Gauge({
       name: `${P}replica_sessions`,
       help: 'Sessions pinned per replica.',

@@ -13,6 +13,8 @@ import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { RoutingService } from '../routing/routing.service.js';
+import { AdmissionService, type Routed, type Waiter } from '../routing/admission.service.js';
+import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { affinityHeader } from '../routing/routing.policy.js';
 import { readBody } from './body-reader.js';
 import { copyEndToEnd } from './hop-by-hop.js';
@@ -41,9 +43,17 @@ export class DataPlaneService {
     private readonly health: HealthService,
     private readonly lifecycle: LifecycleService,
     private readonly observer: ExchangeObserver,
+    private readonly admission: AdmissionService,
+    shutdown: ShutdownService,
     private readonly internalErrors: InternalErrors,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
-  ) {}
+  ) {
+    // A replica that turns ready may take queued requests; one that turns unready may leave them
+    // nowhere to go (answered at once rather than at the queue timeout).
+    health.onTransition(() => this.admission.pump());
+    // Registered before the fleet's drain step: queued requests are answered as shutdown begins.
+    shutdown.register('admission queue', () => Promise.resolve(this.admission.refuseAll()));
+  }
 
   /**
    * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise
@@ -86,10 +96,36 @@ export class DataPlaneService {
     const publish = this.routing.shared.enabled ? await this.routing.syncShared(ex.session.id) : false;
     if (ex.closed) return;
     const d = this.routing.route(ex.session.id, publish);
-    ex.decision = affinityHeader(d);
+    if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
     if (d.kind === 'none') return this.fail(ex, 'no_replica_available', 'no_replica');
+    this.send(ex, d);
+  }
+
+  private send(ex: Exchange, d: Routed): void {
+    ex.decision = affinityHeader(d);
     ex.timer = setTimeout(() => this.timedOut(ex, 'request'), this.config.requestTimeoutMs);
     this.dispatch(ex, d.replica);
+  }
+
+  /** Every candidate is at its max_inflight: wait in the admission queue (SPEC §3), or 503 at once. */
+  private wait(ex: Exchange, sessionId: string, publish: boolean): void {
+    const waiter: Waiter = {
+      sessionId,
+      publish,
+      admit: (d) => this.send(ex, d),
+      refuse: (why) => {
+        if (why === 'no_replica') return this.fail(ex, 'no_replica_available', 'no_replica');
+        if (why === 'shutdown') {
+          ex.res.setHeader('connection', 'close');
+          return this.fail(ex, 'shutting_down', 'rejected');
+        }
+        this.fail(ex, 'overloaded', 'rejected', `no replica had room within the router's queue timeout (${this.admission.timeoutSeconds} s)`);
+      },
+    };
+    if (!this.admission.enqueue(waiter)) {
+      return this.fail(ex, 'overloaded', 'rejected', `every replica is at its max_inflight and the router's queue is full (${this.config.queueMax} requests)`);
+    }
+    ex.waiter = waiter;
   }
 
   private dispatch(ex: Exchange, r: Replica): void {
@@ -305,6 +341,7 @@ export class DataPlaneService {
   private closed(ex: Exchange): void {
     ex.closed = true;
     ex.clearTimer();
+    if (ex.waiter !== undefined) this.admission.leave(ex.waiter);
     if (!ex.res.writableFinished) {
       ex.end('client_abort');
       ex.proxyReq?.destroy();
@@ -321,6 +358,7 @@ export class DataPlaneService {
       ex.replica.outstanding--;
       ex.replica.inflight.delete(ex);
       ex.counted = false;
+      this.admission.pump();
     }
   }
 }

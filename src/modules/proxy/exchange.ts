@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Replica } from '../registry/replica.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
+import type { Waiter } from '../routing/admission.service.js';
 
 /** How an exchange ended; exactly one per request (SPEC §9). */
 export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected' | 'internal_error';
@@ -42,6 +43,8 @@ export class Exchange {
   /** Last two bytes relayed, to close a torn SSE event before the router's own. */
   tail = '';
   detail: string | undefined;
+  /** Its place in the admission queue while it waits for a replica with room (SPEC §3). */
+  waiter: Waiter | undefined;
   /** Set by the proxy: cut this exchange (drain timeout). */
   onAbort: ((reason: string) => void) | undefined;
 

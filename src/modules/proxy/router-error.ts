@@ -4,6 +4,7 @@ import type { ServerResponse } from 'node:http';
 export const ROUTER_ERRORS = {
   no_replica_available: { status: 503, type: 'service_unavailable', message: 'no serving replica is currently routable' },
   shutting_down: { status: 503, type: 'service_unavailable', message: 'the router is shutting down' },
+  overloaded: { status: 503, type: 'service_unavailable', message: 'every replica is at its max_inflight and the router cannot queue the request' },
   replica_unreachable: { status: 502, type: 'bad_gateway', message: 'no replica could be connected to' },
   replica_disconnected: { status: 502, type: 'bad_gateway', message: 'the replica closed the connection before answering' },
   replica_timeout: { status: 504, type: 'timeout', message: 'the replica did not answer in time' },

@@ -63,6 +63,8 @@ export class Replica {
     readonly endpoint: ReplicaEndpoint,
     readonly placement: ReplicaPlacement | null,
     ready: boolean,
+    /** Admission cap (`max_inflight`, SPEC §3): requests beyond it wait in the router's queue. */
+    readonly maxInflight?: number,
   ) {
     this.ready = ready;
     this.everReady = ready;
@@ -79,6 +81,11 @@ export class Replica {
 
   get routable(): boolean {
     return this.ready && !this.draining && !this.removed;
+  }
+
+  /** At its `max_inflight`: takes no request until one of its own ends (SPEC §3 admission). */
+  get full(): boolean {
+    return this.maxInflight !== undefined && this.outstanding >= this.maxInflight;
   }
 
   get owned(): boolean {

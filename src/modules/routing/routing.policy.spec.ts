@@ -8,11 +8,12 @@ interface R extends RoutableView {
   index: number;
   routable: boolean;
   draining: boolean;
+  full: boolean;
   load: number;
 }
 
 const table = (n: number): R[] =>
-  Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, load: 0 }));
+  Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, full: false, load: 0 }));
 
 /** Applies decisions like RoutingService does, for sequence tests. */
 function routeMany(t: R[], sessions: string[], slack = 8): string[] {
@@ -22,7 +23,7 @@ function routeMany(t: R[], sessions: string[], slack = 8): string[] {
     const p = pins.get(s);
     const d = decide(t, counter, p ? { status: 'live', replica: p } : { status: 'none' }, slack);
     assert.notEqual(d.kind, 'none');
-    if (d.kind === 'none') return '';
+    if (d.kind === 'none' || d.kind === 'wait') return '';
     pins.set(s, d.replica);
     if (d.kind !== 'retain') counter = (d.replica.index + 1) % t.length;
     return d.replica.name;
@@ -62,7 +63,7 @@ describe('routing policy', () => {
     t[0]!.draining = true;
     const d2 = decide(t, 0, { status: 'live', replica: t[0]! }, 8);
     assert.equal(d2.kind === 'switch' && d2.reason, 'draining');
-    assert.equal(d2.kind !== 'none' && d2.replica.name, 'r1');
+    assert.equal(d2.kind === 'switch' && d2.replica.name, 'r1');
   });
 
   it('reports expired and released pins', () => {
@@ -79,19 +80,44 @@ describe('routing policy', () => {
     assert.equal(decide(t, 0, { status: 'none' }, 8).kind, 'none');
   });
 
+  it('answers wait when every routable replica is full, and none when the only room is on unroutable ones', () => {
+    const t = table(3);
+    for (const r of t) r.full = true;
+    assert.equal(decide(t, 0, { status: 'none' }, 8).kind, 'wait');
+    assert.equal(decide(t, 0, { status: 'live', replica: t[1]! }, 8).kind, 'wait');
+    for (const r of t) r.routable = false;
+    t[0]!.full = false;
+    assert.equal(decide(t, 0, { status: 'none' }, 8).kind, 'none');
+  });
+
+  it('moves a pin off a full replica to one with room, whatever the slack', () => {
+    const t = table(2);
+    t[0]!.full = true;
+    t[0]!.load = 2;
+    t[1]!.load = 5;
+    const d = decide(t, 0, { status: 'live', replica: t[0]! }, 8);
+    assert.deepEqual([d.kind, d.kind === 'switch' ? d.reason : '', d.kind === 'switch' ? d.replica.name : ''], ['switch', 'overload', 'r1']);
+    // A new session skips the full replica too, even though it carries the least load.
+    const n = decide(t, 0, { status: 'none' }, 8);
+    assert.equal(n.kind === 'initialize' && n.replica.name, 'r1');
+  });
+
   const arbTable = fc
-    .array(fc.record({ routable: fc.boolean(), draining: fc.boolean(), load: fc.nat(20) }), { minLength: 1, maxLength: 8 })
+    .array(fc.record({ routable: fc.boolean(), draining: fc.boolean(), full: fc.boolean(), load: fc.nat(20) }), { minLength: 1, maxLength: 8 })
     .map((rows) => rows.map((x, i): R => ({ ...x, routable: x.routable && !x.draining, name: `r${i}`, index: i })));
 
-  it('property: never picks a non-routable replica', () => {
+  it('property: never picks a non-routable or full replica; waits only when every routable one is full', () => {
     fc.assert(
       fc.property(arbTable, fc.nat(20), fc.nat(10), fc.option(fc.nat(7)), (t, counter, slack, pinIdx) => {
         const pinned = pinIdx === null ? undefined : t[pinIdx % t.length];
         const pin: PinState<R> = pinned ? { status: 'live', replica: pinned } : { status: 'none' };
         const d = decide(t, counter, pin, slack);
-        if (t.some((r) => r.routable)) {
-          assert.notEqual(d.kind, 'none');
-          if (d.kind !== 'none') assert.equal(d.replica.routable, true);
+        if (t.some((r) => r.routable && !r.full)) {
+          assert.ok(d.kind !== 'none' && d.kind !== 'wait', d.kind);
+          assert.equal(d.replica.routable, true);
+          assert.equal(d.replica.full, false);
+        } else if (t.some((r) => r.routable)) {
+          assert.equal(d.kind, 'wait');
         } else {
           assert.equal(d.kind, 'none');
         }
@@ -103,10 +129,10 @@ describe('routing policy', () => {
     fc.assert(
       fc.property(arbTable, fc.nat(20), fc.nat(10), fc.nat(7), (t, counter, slack, pinIdx) => {
         const pinned = t[pinIdx % t.length]!;
-        fc.pre(pinned.routable);
-        // The least load over the routable replicas, computed here rather than by the policy's own
-        // leastOutstanding(), so a wrong minimum there cannot hide a wrong decision.
-        const minLoad = Math.min(...t.filter((r) => r.routable).map((r) => r.load));
+        fc.pre(pinned.routable && !pinned.full);
+        // The least load over the routable replicas with room, computed here rather than by the
+        // policy's own leastOutstanding(), so a wrong minimum there cannot hide a wrong decision.
+        const minLoad = Math.min(...t.filter((r) => r.routable && !r.full).map((r) => r.load));
         const d = decide(t, counter, { status: 'live', replica: pinned }, slack);
         if (pinned.load <= minLoad + slack) {
           assert.equal(d.kind === 'retain' && d.replica, pinned);

@@ -11,6 +11,8 @@ export interface RoutableView {
   readonly index: number;
   /** Ready and not draining. */
   readonly routable: boolean;
+  /** At its `max_inflight` (SPEC §3 admission): routable, but takes nothing new for now. */
+  readonly full: boolean;
   readonly draining: boolean;
   /**
    * In-flight requests the policy balances: this router's own count, plus (with several routers)
@@ -28,15 +30,17 @@ export type PinState<R extends RoutableView> =
   | { readonly status: 'expired'; readonly replica: R }
   | { readonly status: 'released'; readonly replica: R; readonly reason: 'draining' | 'removed' };
 
+/** `wait`: routable replicas exist but every one is full; the request waits in the admission queue. */
 export type Decision<R extends RoutableView> =
   | { readonly kind: 'retain'; readonly replica: R }
   | { readonly kind: 'initialize'; readonly replica: R }
   | { readonly kind: 'switch'; readonly replica: R; readonly reason: SwitchReason }
+  | { readonly kind: 'wait' }
   | { readonly kind: 'none' };
 
 /**
- * The routable replica minimising `(load, (index − counter) mod N, index)`, N being the
- * whole table, or undefined when none is routable.
+ * The routable replica with room minimising `(load, (index − counter) mod N, index)`, N being
+ * the whole table, or undefined when none is routable and below its `max_inflight`.
  */
 export function leastOutstanding<R extends RoutableView>(
   table: readonly R[],
@@ -49,7 +53,7 @@ export function leastOutstanding<R extends RoutableView>(
   let bestRot = 0;
   for (let i = 0; i < n; i++) {
     const r = table[i]!;
-    if (!r.routable || r === exclude) continue;
+    if (!r.routable || r.full || r === exclude) continue;
     const rot = (((r.index - counter) % n) + n) % n;
     if (best === undefined || r.load < bestLoad || (r.load === bestLoad && rot < bestRot)) {
       best = r;
@@ -68,7 +72,7 @@ export function decide<R extends RoutableView>(
   slack: number,
 ): Decision<R> {
   const least = leastOutstanding(table, counter);
-  if (least === undefined) return { kind: 'none' };
+  if (least === undefined) return table.some((r) => r.routable) ? { kind: 'wait' } : { kind: 'none' };
   switch (pin.status) {
     case 'none':
       return { kind: 'initialize', replica: least };
@@ -81,7 +85,8 @@ export function decide<R extends RoutableView>(
       if (!pinned.routable) {
         return { kind: 'switch', replica: least, reason: pinned.draining ? 'draining' : 'unhealthy' };
       }
-      if (pinned.load <= least.load + slack) return { kind: 'retain', replica: pinned };
+      // A full pinned replica is overloaded whatever the slack says: its next place goes to the queue.
+      if (!pinned.full && pinned.load <= least.load + slack) return { kind: 'retain', replica: pinned };
       return { kind: 'switch', replica: least, reason: 'overload' };
     }
   }
@@ -95,6 +100,7 @@ export function affinityHeader(d: Decision<RoutableView>): string {
       return d.kind;
     case 'switch':
       return `switch;reason=${d.reason}`;
+    case 'wait':
     case 'none':
       return 'none';
   }

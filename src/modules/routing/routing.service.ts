@@ -16,6 +16,7 @@ export class RoutingService {
   private readonly slack: number;
   private readonly policy: RouterConfig['routing']['policy'];
   private rr = 0;
+  private readonly releaseListeners: Array<(r: Replica) => void> = [];
 
   constructor(
     config: RouterConfig,
@@ -47,7 +48,7 @@ export class RoutingService {
 
   route(sessionId: string, publish = false): Decision<Replica> {
     const d = this.decideAndApply(sessionId);
-    if (this.shared.enabled && d.kind !== 'none' && (publish || d.kind !== 'retain')) {
+    if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait' && (publish || d.kind !== 'retain')) {
       this.shared.publish(sessionId, d.replica.name);
       this.affinity.directory.markSynced(sessionId, this.affinity.clock.now());
     }
@@ -64,6 +65,7 @@ export class RoutingService {
       this.registry.rejected++;
       return d;
     }
+    if (d.kind === 'wait') return d;
     if (d.kind === 'retain') {
       d.replica.routed++;
       this.registry.affinityHits++;
@@ -80,13 +82,14 @@ export class RoutingService {
     if (this.policy === 'round-robin') {
       for (let i = 0; i < list.length && r === undefined; i++) {
         const c = list[(this.rr + i) % list.length]!;
-        if (c.routable) r = c;
+        if (c.routable && !c.full) r = c;
       }
       this.rr = r === undefined ? this.rr : (r.index + 1) % list.length;
     } else {
       r = leastOutstanding(list, this.registry.counter);
     }
     if (r === undefined) {
+      if (list.some((x) => x.routable)) return { kind: 'wait' };
       this.registry.rejected++;
       return { kind: 'none' };
     }
@@ -121,6 +124,12 @@ export class RoutingService {
   /** Take a replica out of rotation for good or for a drain: its sessions re-route next turn. */
   releasePins(r: Replica): void {
     this.affinity.directory.release(r);
+    for (const l of this.releaseListeners) l(r);
+  }
+
+  /** A replica left rotation (drain, cordon): admission re-checks what its queue can still reach. */
+  onRelease(l: (r: Replica) => void): void {
+    this.releaseListeners.push(l);
   }
 
   /** A new or moved pin: pinned, counted, and the tiebreak cursor moves past `r`. */

@@ -1,0 +1,145 @@
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { RouterConfig } from '../../config/router-config.js';
+import { RegistryService } from '../registry/registry.service.js';
+import type { Replica } from '../registry/replica.js';
+import { RoutingService } from './routing.service.js';
+import type { Decision } from './routing.policy.js';
+
+/** A decision that names a replica. */
+export type Routed = Exclude<Decision<Replica>, { kind: 'none' } | { kind: 'wait' }>;
+
+/** Why a request left the queue without being dispatched. */
+export type Refusal = 'timeout' | 'no_replica' | 'shutdown';
+
+/** How a request left the queue (the `outcome` label of the wait metrics). */
+export type QueueOutcome = 'dispatched' | 'abandoned' | Refusal;
+
+/** A request waiting for a replica with room: the data plane's side of it. */
+export interface Waiter {
+  readonly sessionId: string;
+  /** Publish the decision to the shared store even when it retains the pin (RoutingService.route). */
+  readonly publish: boolean;
+  /** A replica has room: dispatch there (the decision is applied: pinned, counted). */
+  admit(d: Routed): void;
+  /** Leave the queue unanswered by a replica: the data plane answers the client. */
+  refuse(why: Refusal, waitedMs: number): void;
+}
+
+interface Waiting {
+  readonly waiter: Waiter;
+  readonly since: number;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * Admission control (SPEC §3): when every routable replica is at its `max_inflight`, requests wait
+ * here, first in first out, and the head is dispatched by the normal policy as soon as any replica
+ * has room. Bounded in length (`--queue-max`) and in time (`--queue-timeout`). The one owner of the
+ * queue; the data plane calls `pump()` whenever a place may have freed.
+ *
+ * Affinity: the queue does not wait for a session's own replica. A request waits only while every
+ * candidate is full, and when a place frees it runs through the policy again: it keeps its pin if
+ * its replica is the one with room, else it moves (`switch;reason=overload`). Waiting for one
+ * replica would block the queue's head behind it and make the wait unbounded; one prefill elsewhere
+ * costs less than that.
+ */
+@Injectable()
+export class AdmissionService implements OnApplicationShutdown {
+  /** Insertion-ordered: the first entry is the head. Deletion is O(1) for a client that leaves. */
+  private readonly queue = new Map<Waiter, Waiting>();
+  private readonly timeoutMs: number;
+  private readonly max: number;
+  private pumping = false;
+  private readonly leaveListeners: Array<(outcome: QueueOutcome, waitedMs: number) => void> = [];
+
+  constructor(
+    config: RouterConfig,
+    private readonly routing: RoutingService,
+    registry: RegistryService,
+  ) {
+    this.timeoutMs = config.queueTimeoutMs;
+    this.max = config.queueMax;
+    // Fewer routable replicas may leave queued requests with nowhere to go: answer them now.
+    registry.onRemoved(() => this.pump());
+    routing.onRelease(() => this.pump());
+  }
+
+  /** Requests waiting now. */
+  get depth(): number {
+    return this.queue.size;
+  }
+
+  get timeoutSeconds(): number {
+    return Math.ceil(this.timeoutMs / 1000);
+  }
+
+  /** Every request leaving the queue, with how long it waited (metrics). */
+  onLeave(l: (outcome: QueueOutcome, waitedMs: number) => void): void {
+    this.leaveListeners.push(l);
+  }
+
+  /** Queue a request whose candidates are all full; false when the queue is full (503 at once). */
+  enqueue(w: Waiter): boolean {
+    if (this.queue.size >= this.max) return false;
+    const timer = setTimeout(() => this.refuse(w, 'timeout'), this.timeoutMs);
+    this.queue.set(w, { waiter: w, since: performance.now(), timer });
+    return true;
+  }
+
+  /** The client left while waiting: it is never sent, and its place is freed. */
+  leave(w: Waiter): void {
+    const q = this.take(w);
+    if (q !== undefined) this.left('abandoned', q);
+  }
+
+  /** A place may have freed or the routable set changed: dispatch from the head while possible. */
+  pump(): void {
+    if (this.queue.size === 0 || this.pumping) return;
+    this.pumping = true;
+    try {
+      for (const q of this.queue.values()) {
+        const d = this.routing.route(q.waiter.sessionId, q.waiter.publish);
+        if (d.kind === 'wait') return;
+        this.take(q.waiter);
+        if (d.kind === 'none') {
+          this.left('no_replica', q);
+          q.waiter.refuse('no_replica', performance.now() - q.since);
+        } else {
+          this.left('dispatched', q);
+          q.waiter.admit(d);
+        }
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Shutdown: every queued request is answered (503 shutting_down), none is lost. */
+  refuseAll(): void {
+    for (const w of [...this.queue.keys()]) this.refuse(w, 'shutdown');
+  }
+
+  onApplicationShutdown(): void {
+    this.refuseAll();
+  }
+
+  private refuse(w: Waiter, why: Refusal): void {
+    const q = this.take(w);
+    if (q === undefined) return;
+    this.left(why, q);
+    w.refuse(why, performance.now() - q.since);
+  }
+
+  private take(w: Waiter): Waiting | undefined {
+    const q = this.queue.get(w);
+    if (q === undefined) return undefined;
+    this.queue.delete(w);
+    clearTimeout(q.timer);
+    return q;
+  }
+
+  private left(outcome: QueueOutcome, q: Waiting): void {
+    const waited = performance.now() - q.since;
+    for (const l of this.leaveListeners) l(outcome, waited);
+  }
+}
