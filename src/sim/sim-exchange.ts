@@ -28,11 +28,28 @@ import {
 import type { AdmissionQueue, AdmissionTicket } from './sim-scheduler.js';
 import type { SimStatsRecorder } from './sim-stats.js';
 
+/** The simulator's pacing (`--ttft-base-ms`, `--prefill-ms-per-token`, `--itl-ms`, `--itl-jitter-ms`). */
+export interface SimTiming {
+  readonly ttftBaseMs: number;
+  readonly prefillMsPerToken: number;
+  readonly itlMs: number;
+  readonly itlJitterMs: number;
+}
+
+/**
+ * One inter-token gap: `itlMs` exactly without jitter, else uniform in
+ * `[itlMs - itlJitterMs, itlMs + itlJitterMs]` (`random` returns [0, 1), like Math.random).
+ */
+export function interTokenGap(timing: Pick<SimTiming, 'itlMs' | 'itlJitterMs'>, random: () => number = Math.random): number {
+  const { itlMs, itlJitterMs } = timing;
+  return itlJitterMs === 0 ? itlMs : itlMs - itlJitterMs + 2 * itlJitterMs * random();
+}
+
 /** State shared by every exchange of one simulator. */
 export interface SimRuntime {
   readonly servedModel: string;
   readonly startedAt: number;
-  readonly timing: { readonly ttftBaseMs: number; readonly prefillMsPerToken: number; readonly itlMs: number };
+  readonly timing: SimTiming;
   readonly outputTokens: number;
   readonly stats: SimStatsRecorder;
   readonly cache: KvCacheModel;
@@ -151,8 +168,9 @@ export class SimExchange {
   }
 
   /**
-   * Writes SSE events from `k` on: waits `delay` (+ slow_ms) before event `k` and `--itl-ms`
-   * between tokens. Zero waits are written in a loop (no timer, no recursion).
+   * Writes SSE events from `k` on: waits `delay` (+ slow_ms) before event `k` and
+   * {@link interTokenGap} between tokens (a non-stream answer waits the mean, `--itl-ms`, per
+   * token). Zero waits are written in a loop (no timer, no recursion).
    */
   private streamEvent(k: number, delay: number, plan: StreamPlan): void {
     for (;;) {
@@ -172,7 +190,7 @@ export class SimExchange {
 
   /** The inter-token latency before event `k` (0 for the events after the last token). */
   private gapBefore(k: number, plan: StreamPlan): number {
-    return k < plan.count ? this.rt.timing.itlMs : 0;
+    return k < plan.count ? interTokenGap(this.rt.timing) : 0;
   }
 
   /** Writes SSE event `k`; false when the stream is over (ended, or stopped by a fault). */

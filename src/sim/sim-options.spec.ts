@@ -15,6 +15,7 @@ describe('parseSimArgs', () => {
     assert.equal(o.outputTokens, 16);
     assert.equal(o.maxRunning, 0);
     assert.equal(o.itlMs, 0);
+    assert.equal(o.itlJitterMs, 0);
     assert.deepEqual(o.faults, noFaults());
   });
 
@@ -25,6 +26,11 @@ describe('parseSimArgs', () => {
     assert.equal(o.itlMs, 2.5);
     assert.equal(o.startupDelayMs, 1500);
     assert.equal(o.maxRunning, 4);
+  });
+
+  it('reads --itl-jitter-ms up to --itl-ms, whichever flag comes first', () => {
+    assert.equal(parseSimArgs(['--itl-jitter-ms', '10', '--itl-ms', '30']).itlJitterMs, 10);
+    assert.equal(parseSimArgs(['--itl-ms=30', '--itl-jitter-ms=30']).itlJitterMs, 30);
   });
 
   it('accepts a pypto_serving.cli argv tail', () => {
@@ -62,6 +68,9 @@ describe('parseSimArgs', () => {
     [['--port', '70000'], /--port: "70000" is not an integer in 0\.\.65535/],
     [['--block-size', '0'], /--block-size: "0" is not an integer >= 1/],
     [['--itl-ms', '-1'], /--itl-ms: "-1" is not a number >= 0/],
+    [['--itl-jitter-ms', '-1'], /--itl-jitter-ms: "-1" is not a number >= 0/],
+    [['--itl-ms', '5', '--itl-jitter-ms', '6'], /--itl-jitter-ms: 6 exceeds --itl-ms 5/],
+    [['--itl-jitter-ms', '1'], /--itl-jitter-ms: 1 exceeds --itl-ms 0/],
     [['--output-tokens', '1.5'], /--output-tokens: "1\.5" is not an integer >= 1/],
     [['--show-startup-logs=yes'], /--show-startup-logs takes no value/],
     [['--name', ''], /--name: must not be empty/],

@@ -25,6 +25,8 @@ export interface SimOptions {
   ttftBaseMs: number;
   prefillMsPerToken: number;
   itlMs: number;
+  /** Each stream gap is drawn uniformly from `itlMs ± itlJitterMs` (0 = every gap is `itlMs`). */
+  itlJitterMs: number;
   /** Completion length when the body has no `max_tokens` / `max_completion_tokens`. */
   outputTokens: number;
   /** Concurrent requests being generated; 0 = unlimited. */
@@ -58,6 +60,7 @@ export function defaultSimOptions(): SimOptions {
     ttftBaseMs: 0,
     prefillMsPerToken: 0,
     itlMs: 0,
+    itlJitterMs: 0,
     outputTokens: 16,
     maxRunning: 0,
     faults: noFaults(),
@@ -124,6 +127,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--ttft-base-ms': v('MS  fixed time to first token (0)', (o, x, f) => (o.ttftBaseMs = num(f, x, 0))),
   '--prefill-ms-per-token': v('MS  TTFT per uncached prompt token (0)', (o, x, f) => (o.prefillMsPerToken = num(f, x, 0))),
   '--itl-ms': v('MS  gap between stream chunks (0)', (o, x, f) => (o.itlMs = num(f, x, 0))),
+  '--itl-jitter-ms': v('MS  each gap drawn uniformly from --itl-ms ± MS, at most --itl-ms (0)', (o, x, f) => (o.itlJitterMs = num(f, x, 0))),
   '--output-tokens': v('N  completion length without max_tokens (16)', (o, x, f) => (o.outputTokens = int(f, x, 1))),
   '--max-running': v('N  requests generated at once, 0 = unlimited (0)', (o, x, f) => (o.maxRunning = int(f, x, 0))),
   '--fault-status': v('CODE  answer /v1 with this status', (o, x, f) => fault({ status: int(f, x, 400, 599) })(o, f)),
@@ -146,8 +150,8 @@ export function simUsage(): string {
 /**
  * Parses the simulator's argv (without `node` and the script). Throws {@link SimArgsError}
  * naming the flag on an unknown flag, a stray positional argument, a missing or invalid value,
- * `--tls-cert` without `--tls-key` (or vice versa), or `--fault-refuse` without a non-zero
- * `--port`.
+ * `--tls-cert` without `--tls-key` (or vice versa), `--itl-jitter-ms` above `--itl-ms`, or
+ * `--fault-refuse` without a non-zero `--port`.
  */
 export function parseSimArgs(argv: readonly string[]): SimOptions {
   const opts = defaultSimOptions();
@@ -177,6 +181,9 @@ export function parseSimArgs(argv: readonly string[]): SimOptions {
   }
   if ((opts.tlsCert === null) !== (opts.tlsKey === null)) {
     throw new SimArgsError('--tls-cert and --tls-key must be given together');
+  }
+  if (opts.itlJitterMs > opts.itlMs) {
+    throw new SimArgsError(`--itl-jitter-ms: ${opts.itlJitterMs} exceeds --itl-ms ${opts.itlMs} (a gap cannot be negative)`);
   }
   if (opts.faults.refuse && (!portGiven || opts.port === 0)) {
     throw new SimArgsError('--fault-refuse needs an explicit non-zero --port (the port must be known)');

@@ -85,7 +85,7 @@ class Simulator implements SimServer {
     this.rt = {
       servedModel: opts.servedModelName ?? opts.model,
       startedAt: Math.floor(Date.now() / 1000),
-      timing: { ttftBaseMs: opts.ttftBaseMs, prefillMsPerToken: opts.prefillMsPerToken, itlMs: opts.itlMs },
+      timing: { ttftBaseMs: opts.ttftBaseMs, prefillMsPerToken: opts.prefillMsPerToken, itlMs: opts.itlMs, itlJitterMs: opts.itlJitterMs },
       outputTokens: opts.outputTokens,
       stats: this.stats_,
       cache: new KvCacheModel(opts.blockSize, opts.kvBlocks),
