@@ -3,7 +3,7 @@
  * in full and `--quick` mode.
  *
  *   --quick            short durations (whole run < 5 minutes); writes RESULTS.quick.md
- *   --only a,c         run only these scenarios (a b c d e p)
+ *   --only a,c         run only these scenarios (a b c d e p w)
  *   --duration S       override every timed phase with S seconds (smoke runs)
  *   --sims N           simulators behind the router/nginx in a, b, c (default 2)
  *   --out DIR          where results/, charts/ and RESULTS*.md go (default: the bench/ folder)
@@ -33,6 +33,12 @@ export interface BenchPlan {
   routingS: number;
   routingRate: number;
   profileS: number;
+  /** Scenario (w): resident streams, new sessions/s, ramp, load and node-proxy comparison seconds. */
+  productionStreams: number;
+  productionRate: number;
+  productionRampS: number;
+  productionS: number;
+  productionCompareS: number;
 }
 
 /** Parsed options. */
@@ -65,7 +71,7 @@ export class BenchArgsError extends Error {
 export const OPTIONAL_TOOLS: readonly string[] = ['wrk', 'nginx', 'haproxy'];
 
 /** The scenario keys, in run order. */
-export const SCENARIO_KEYS = ['a', 'b', 'c', 'd', 'e', 'p'] as const;
+export const SCENARIO_KEYS = ['a', 'b', 'c', 'd', 'e', 'p', 'w'] as const;
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The repository's `bench/` folder (this file compiles to `dist-test/bench/`). */
@@ -96,6 +102,11 @@ function fullPlan(): BenchPlan {
     routingS: 60,
     routingRate: 30,
     profileS: 10,
+    productionStreams: 2000,
+    productionRate: 2,
+    productionRampS: 40,
+    productionS: 300,
+    productionCompareS: 60,
   };
 }
 
@@ -112,6 +123,9 @@ function quickPlan(): BenchPlan {
     longTokens: 12,
     routingS: 12,
     profileS: 3,
+    productionRampS: 10,
+    productionS: 20,
+    productionCompareS: 15,
   };
 }
 
@@ -176,7 +190,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const plan = quick ? quickPlan() : fullPlan();
   if (durationOverride !== null) {
     const d = durationOverride;
-    Object.assign(plan, { warmupS: Math.min(plan.warmupS, d), fixedWarmupS: Math.min(plan.fixedWarmupS, d), throughputS: d, latency1S: d, rounds: 1, fixedLoadS: d, routingS: d, profileS: d });
+    Object.assign(plan, { warmupS: Math.min(plan.warmupS, d), fixedWarmupS: Math.min(plan.fixedWarmupS, d), throughputS: d, latency1S: d, rounds: 1, fixedLoadS: d, routingS: d, profileS: d, productionS: d, productionCompareS: Math.min(plan.productionCompareS, d), productionRampS: Math.min(plan.productionRampS, d) });
   }
   const sub = quick ? 'quick' : '';
   return {

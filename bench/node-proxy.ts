@@ -2,7 +2,8 @@
  * A calibration point, not a product: the plainest Node reverse proxy (node:http server, one
  * keep-alive agent, round-robin over the upstreams, `req.pipe(upstream)` / `res.pipe(client)`),
  * run as `node node-proxy.js <port> <upstreamPort>...`. It shows what one Node process can do
- * on this machine before any framework, body buffering or routing logic.
+ * on this machine before any framework, body buffering or routing logic. `NODE_PROXY_MAX_SOCKETS`
+ * sets the agent's cap per upstream (default 256; scenario (w) lifts it, as the router has none).
  */
 import http from 'node:http';
 
@@ -13,7 +14,8 @@ function main(): void {
   if (!Number.isInteger(port) || upstreams.length === 0 || upstreams.some((p) => !Number.isInteger(p) || p < 1)) {
     throw new Error(`usage: node-proxy.js <port> <upstreamPort>..., got ${process.argv.slice(2).join(' ')}`);
   }
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256 });
+  const maxSockets = Number(process.env['NODE_PROXY_MAX_SOCKETS'] ?? 256);
+  const agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 256 });
   let next = 0;
   const server = http.createServer((req, res) => {
     const upstreamPort = upstreams[next++ % upstreams.length];

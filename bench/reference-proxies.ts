@@ -41,8 +41,8 @@ ${servers}
 `;
 }
 
-async function startChild(what: string, cmd: string, args: string[], url: string): Promise<ProxyProcess> {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+async function startChild(what: string, cmd: string, args: string[], url: string, env: Record<string, string> = {}): Promise<ProxyProcess> {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   track(child);
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out = (out + b.toString('utf8')).slice(-8192)));
@@ -73,8 +73,11 @@ export async function startHaproxy(ctx: BenchContext, haproxyPath: string, upstr
   return startChild('haproxy', haproxyPath, ['-db', '-f', cfg], `http://127.0.0.1:${port}`);
 }
 
-/** Starts the plain Node pipe proxy in front of `upstreamPorts` (`nodeArgs` before the script, e.g. profiling). */
-export async function startNodeProxy(upstreamPorts: readonly number[], nodeArgs: readonly string[] = []): Promise<ProxyProcess> {
+/**
+ * Starts the plain Node pipe proxy in front of `upstreamPorts` (`nodeArgs` before the script, e.g.
+ * profiling; `env` e.g. `NODE_PROXY_MAX_SOCKETS`).
+ */
+export async function startNodeProxy(upstreamPorts: readonly number[], nodeArgs: readonly string[] = [], env: Record<string, string> = {}): Promise<ProxyProcess> {
   const port = await freePort();
-  return startChild('the plain node proxy', process.execPath, [...nodeArgs, NODE_PROXY, String(port), ...upstreamPorts.map(String)], `http://127.0.0.1:${port}`);
+  return startChild('the plain node proxy', process.execPath, [...nodeArgs, NODE_PROXY, String(port), ...upstreamPorts.map(String)], `http://127.0.0.1:${port}`, env);
 }

@@ -10,6 +10,7 @@ import { delimiter, join } from 'node:path';
 import { BENCH_DIR, BenchArgsError, parseBenchArgs, type BenchOptions } from './bench-options.js';
 import { fixedLoadScenario } from './scenario-fixed-load.js';
 import { profileScenario } from './scenario-profile.js';
+import { productionScenario } from './scenario-production.js';
 import { routingScenario } from './scenario-routing.js';
 import { sessionsScenario } from './scenario-sessions.js';
 import { streamingScenario } from './scenario-streaming.js';
@@ -18,7 +19,7 @@ import { machineInfo, printScenario, tableText, targetsTable, writeReport, write
 import type { BenchContext, Scenario, ScenarioResult, ToolSet } from './scenario.js';
 
 /** Every scenario, in run order. */
-export const SCENARIOS: readonly Scenario[] = [throughputScenario, fixedLoadScenario, streamingScenario, sessionsScenario, routingScenario, profileScenario];
+export const SCENARIOS: readonly Scenario[] = [throughputScenario, fixedLoadScenario, streamingScenario, sessionsScenario, routingScenario, profileScenario, productionScenario];
 
 /** Hand-written discussion appended to the report when present. */
 const ANALYSIS_FILE = join(BENCH_DIR, 'analysis.md');
