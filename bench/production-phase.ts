@@ -147,8 +147,9 @@ async function measure(
   const overflowsBefore = listenOverflows();
   const proc = new ProcWatch(pid, Number(new URL(url).port), 1_000);
   const watch = router === null ? null : new MetricsWatch(url, 5_000);
-  const routerHealth = router === null ? null : new Poller(`${url}/health`, 1_000, readyJudge(sims.length));
-  const simsHealth = router === null ? [] : sims.map((s) => new Poller(`${s.url}/health`, 1_000));
+  // Fresh connections, as a load balancer probes the router and the router probes its replicas.
+  const routerHealth = router === null ? null : new Poller(`${url}/health`, { intervalMs: 1_000, judge: readyJudge(sims.length) });
+  const simsHealth = router === null ? [] : sims.map((s) => new Poller(`${s.url}/health`, { intervalMs: 1_000 }));
   const spec: ProductionLoadSpec = { ...plan.load, url };
   ctx.log(
     `w: ${plan.target}: ${spec.streams} streams ramped over ${spec.rampMs / 1000} s, + ${spec.newSessionsPerS} new sessions/s, for ${spec.durationMs / 1000} s`,

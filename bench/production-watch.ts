@@ -7,6 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import { parseProm, type Sample } from '../test/support/prom.js';
 import { simRequest } from '../test/support/sim-process.js';
 import { procStats } from './processes.js';
@@ -60,6 +61,20 @@ export function listenOverflows(): number {
   return i < 0 || values === undefined ? NaN : Number(values.split(' ')[i]);
 }
 
+/** How a {@link Poller} polls. */
+export interface PollOptions {
+  readonly intervalMs: number;
+  /** A poll that has not answered this long after it started (connecting included) fails (default 5 s). */
+  readonly timeoutMs?: number;
+  /**
+   * false (default): a fresh connection per poll, as a load balancer or kubelet probes, so the poll
+   * also waits in the accept queue; true: one kept-alive connection, which isolates the answer.
+   */
+  readonly keepAlive?: boolean;
+  /** A problem with a 200 answer that is still wrong (null when fine). */
+  readonly judge?: (body: string) => string | null;
+}
+
 /** Polls `GET url` one request at a time, every `intervalMs`, and keeps what went wrong. */
 export class Poller {
   polls = 0;
@@ -67,36 +82,52 @@ export class Poller {
   maxMs = 0;
   readonly problems: string[] = [];
   private stopped = false;
+  private readonly agent: http.Agent | false;
   private readonly loop: Promise<void>;
 
-  /** `judge` returns a problem for a 200 answer that is still wrong (null when fine). */
   constructor(
     readonly url: string,
-    private readonly intervalMs: number,
-    private readonly judge: (body: string) => string | null = () => null,
+    private readonly opts: PollOptions,
   ) {
+    this.agent = opts.keepAlive === true ? new http.Agent({ keepAlive: true, maxSockets: 1 }) : false;
     this.loop = this.run();
   }
 
   private async run(): Promise<void> {
     while (!this.stopped) {
       const t = performance.now();
-      let problem: string | null;
-      try {
-        const r = await simRequest(this.url, { timeoutMs: 5_000 });
-        problem = r.status === 200 ? this.judge(r.body.toString('utf8')) : `status ${r.status}`;
-      } catch (e: unknown) {
-        problem = e instanceof Error ? e.message : String(e);
-      }
+      const problem = await this.poll();
       const ms = performance.now() - t;
       this.polls++;
       this.maxMs = Math.max(this.maxMs, ms);
       if (problem !== null) {
         this.bad++;
-        if (this.problems.length < 10) this.problems.push(`${new Date().toISOString()} ${problem}`);
+        if (this.problems.length < 10) this.problems.push(`${new Date().toISOString()} ${problem} (after ${Math.round(ms)} ms)`);
       }
-      await sleep(Math.max(0, this.intervalMs - ms));
+      await sleep(Math.max(0, this.opts.intervalMs - ms));
     }
+    if (this.agent !== false) this.agent.destroy();
+  }
+
+  /** One GET; resolves with the problem, or null when it answered 200 and the judge agreed. */
+  private poll(): Promise<string | null> {
+    const timeoutMs = this.opts.timeoutMs ?? 5_000;
+    return new Promise((resolve) => {
+      const req = http.get(this.url, { agent: this.agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          clearTimeout(timer);
+          const body = Buffer.concat(chunks).toString('utf8');
+          resolve(res.statusCode === 200 ? (this.opts.judge?.(body) ?? null) : `status ${res.statusCode ?? 0}`);
+        });
+      });
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      req.on('error', (e) => {
+        clearTimeout(timer);
+        resolve(e.message);
+      });
+    });
   }
 
   /** Stops after the poll in progress. */
