@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { shellJoin } from '../common/shell-quote.js';
 import { loadRouterConfig } from './config.loader.js';
 import type { HostSpec, RouterConfig } from './router-config.js';
 import { buildLaunchArgv, buildLaunchEnv } from './templates.js';
@@ -75,7 +76,7 @@ describe('pypto-serving-router config file', () => {
       '--host', '0.0.0.0', '--port', '9001', '--show-startup-logs', '--served-model-name', 'deepseek-v4',
       '--max-batch-size', '8', '--log-level', 'info',
     ];
-    assert.deepEqual(argv, ['task-submit', '--device', '0,1', '--', serve.join(' ')]);
+    assert.deepEqual(argv, ['task-submit', '--device', '0,1', '--', shellJoin(serve)]);
   });
 
   it('quotes the wrapped serve argv so a shell splits it back exactly', () => {

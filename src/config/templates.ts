@@ -1,14 +1,15 @@
 /**
  * Argv templates of launched replicas: placeholder checking and expansion, the launch/stop argv
- * and environment of a slot, and POSIX shell quoting. Pure functions, no I/O.
+ * and environment of a slot. Pure functions, no I/O.
  *
  * Template syntax (a subset of Python's `str.format`, which pypto-serving-router used):
  * `{name}` is replaced by the slot's value; `{{` and `}}` are literal braces. Templated are every
  * element of `command`, `launch_wrapper` and `stop_command`, and every value of `env`. `serve_args`
  * are passed literally, as pypto-serving-router did, so an argument holding JSON (`{"a": 1}`)
  * works unchanged. Plain values (`model`, `served_model_name`, `python`) are never templated. Nothing here is ever parsed by a shell, except the one `launch_wrapper` argument,
- * which is quoted with `shellJoin`.
+ * which is quoted with `shellJoin` (common/shell-quote.ts).
  */
+import { shellJoin } from '../common/shell-quote.js';
 import { childPath, type ConfigProblem } from './config-error.js';
 import type { HostSpec, SlotSpec } from './router-config.js';
 
@@ -85,8 +86,9 @@ const TEMPLATED_LISTS = [
 
 /**
  * Template problems of one host, each at its element's JSON path (`hosts[0].command[3]`,
- * `hosts[0].env.CUDA_VISIBLE_DEVICES`): malformed templates, and `{model}` /
- * `{served_model_name}` used by a host that declares no model.
+ * `hosts[0].env.CUDA_VISIBLE_DEVICES`): malformed templates, `{model}` / `{served_model_name}`
+ * used by a host that declares no model, and a NUL byte in any word of the launch argv or env
+ * (no argv can carry one, and shellQuote refuses it).
  */
 export function findHostTemplateProblems(host: HostSpec, path: string): ConfigProblem[] {
   const templates: [string, string][] = [];
@@ -94,7 +96,17 @@ export function findHostTemplateProblems(host: HostSpec, path: string): ConfigPr
     (host[key] ?? []).forEach((t, i) => templates.push([childPath(childPath(path, field), i), t]));
   }
   for (const [name, value] of Object.entries(host.env)) templates.push([childPath(childPath(path, 'env'), name), value]);
+  const words: [string, string | undefined][] = [
+    ...templates,
+    [childPath(path, 'model'), host.model],
+    [childPath(path, 'served_model_name'), host.servedModelName],
+    [childPath(path, 'python'), host.python],
+    ...host.serveArgs.map((a, i): [string, string] => [childPath(childPath(path, 'serve_args'), i), a]),
+  ];
   const problems: ConfigProblem[] = [];
+  for (const [where, word] of words) {
+    if (word?.includes('\0')) problems.push({ path: where, message: 'contains a NUL byte, which no argv or environment can carry' });
+  }
   for (const [where, template] of templates) {
     for (const message of findTemplateProblems(template)) problems.push({ path: where, message });
     const used = templatePlaceholders(template);
@@ -180,19 +192,4 @@ export function buildLaunchEnv(
   const vars = templateVars(host, slot);
   for (const [key, value] of Object.entries(host.env)) env[key] = expandTemplate(value, vars);
   return env;
-}
-
-/** Characters that never need quoting (Python's `shlex.quote` safe set). */
-const SHELL_SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
-
-/** Quotes one word for a POSIX shell: bare when safe, `''` when empty, else single-quoted. */
-export function shellQuote(word: string): string {
-  if (word === '') return "''";
-  if (SHELL_SAFE.test(word)) return word;
-  return `'${word.replace(/'/g, `'"'"'`)}'`;
-}
-
-/** Joins argv into one POSIX shell line that the shell splits back into exactly argv (`shlex.join`). */
-export function shellJoin(argv: readonly string[]): string {
-  return argv.map(shellQuote).join(' ');
 }

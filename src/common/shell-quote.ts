@@ -1,6 +1,7 @@
 /**
- * POSIX shell quoting for the launcher's remote command lines (private to the launcher module).
- * Every word is single-quoted, so no character inside it is special to the shell:
+ * POSIX shell quoting, for the two places a shell parses words from config: the ssh launcher's
+ * remote command lines and the `launch_wrapper` argument. Every word is single-quoted, so no
+ * character inside it is special to any POSIX shell (nor to zsh, which expands a bare `=word`):
  * `it's` becomes `'it'\''s'`, the empty word becomes `''`.
  */
 
