@@ -6,7 +6,7 @@ import { DomainError } from '../../common/errors/domain-error.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { AffinityService } from '../affinity/affinity.service.js';
-import { VALID_SESSION_ID } from '../affinity/session-id.js';
+import { CLIENT_ID } from '../../common/client-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { audited } from '../../common/audit/audit.js';
@@ -81,7 +81,7 @@ export class SessionsController {
 }
 
 function checkId(id: string): void {
-  if (!VALID_SESSION_ID.test(id)) {
+  if (!CLIENT_ID.test(id)) {
     throw new DomainError('unknown_session', `session id must match [A-Za-z0-9._:-]{1,128}; the router stores bad ids under their h-<sha256> replacement`);
   }
 }

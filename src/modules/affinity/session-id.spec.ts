@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { resolveSessionId, VALID_SESSION_ID } from './session-id.js';
+import { CLIENT_ID } from '../../common/client-id.js';
+import { resolveSessionId } from './session-id.js';
 
 describe('resolveSessionId', () => {
   it('keeps a valid header and prefers it over the body', () => {
@@ -23,7 +24,7 @@ describe('resolveSessionId', () => {
     assert.equal(r.id, 'h-' + createHash('sha256').update(bad).digest('hex').slice(0, 32));
     assert.equal(r.replaced, true);
     assert.equal(resolveSessionId(bad, undefined).id, r.id);
-    assert.match(r.id, VALID_SESSION_ID);
+    assert.match(r.id, CLIENT_ID);
   });
 
   it('hashes a body id over its UTF-8 bytes', () => {

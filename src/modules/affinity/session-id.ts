@@ -1,7 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-
-/** A session id the router keeps as it is (SPEC §4). Also header-safe. */
-export const VALID_SESSION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+import { CLIENT_ID } from '../../common/client-id.js';
 
 export type SessionSource = 'header' | 'body' | 'minted';
 
@@ -30,8 +28,8 @@ export function mintSessionId(): string {
  * @param bodyId  the body field's decoded string value, if the body had one
  */
 export function resolveSessionId(header: string | undefined, bodyId: string | undefined): ResolvedSession {
-  if (header !== undefined && VALID_SESSION_ID.test(header)) return { id: header, source: 'header', replaced: false };
-  if (bodyId !== undefined && VALID_SESSION_ID.test(bodyId)) return { id: bodyId, source: 'body', replaced: false };
+  if (header !== undefined && CLIENT_ID.test(header)) return { id: header, source: 'header', replaced: false };
+  if (bodyId !== undefined && CLIENT_ID.test(bodyId)) return { id: bodyId, source: 'body', replaced: false };
   if (header !== undefined && header.length > 0) {
     // Node decodes header bytes as latin1, so this recovers the bytes as received.
     return { id: replacementId(Buffer.from(header, 'latin1')), source: 'header', replaced: true };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { CLIENT_ID } from '../../common/client-id.js';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Replica } from '../registry/replica.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
@@ -6,8 +7,6 @@ import type { Waiter } from '../routing/admission.service.js';
 
 /** How an exchange ended; exactly one per request (SPEC §9). */
 export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected' | 'internal_error';
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Everything the data plane knows about one request, from arrival to the end of the response. */
 export class Exchange {
@@ -53,7 +52,7 @@ export class Exchange {
     readonly res: ServerResponse,
   ) {
     const incoming = req.headers['x-request-id'];
-    this.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    this.id = typeof incoming === 'string' && CLIENT_ID.test(incoming) ? incoming : randomUUID();
   }
 
   abort(reason: string): void {
