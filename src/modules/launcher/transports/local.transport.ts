@@ -6,7 +6,6 @@ import { spawn } from 'node:child_process';
 import { mkdir, open, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
   LaunchError,
@@ -19,6 +18,7 @@ import {
 } from '../launcher.transport.js';
 import { isSignalablePid } from '../remote-command.js';
 import { identifyListener, isProcessGroupAlive, signalGroup, tailFile } from './process-probe.js';
+import { terminateGroup } from './terminate-group.js';
 
 /** Tuning knobs (tests shorten them). */
 export interface LocalTransportOptions {
@@ -128,17 +128,8 @@ export class LocalTransport implements LauncherTransport {
     if (!isSignalablePid(pid) || pid === process.pid) {
       throw new LaunchError('stop_failed', `refusing to signal pid ${pid}: not a replica process group`);
     }
-    if (!this.signal(pid, 'SIGTERM')) return; // already gone
-    const termDeadline = Date.now() + spec.killAfterMs;
-    while (Date.now() < termDeadline) {
-      if (!(await isProcessGroupAlive(pid))) return;
-      await sleep(Math.min(this.pollIntervalMs, Math.max(1, termDeadline - Date.now())));
-    }
-    if (!this.signal(pid, 'SIGKILL')) return;
-    const killDeadline = Date.now() + this.afterKillWaitMs;
-    while (Date.now() < killDeadline && (await isProcessGroupAlive(pid))) {
-      await sleep(this.pollIntervalMs);
-    }
+    const group = { signal: (s: 'TERM' | 'KILL') => Promise.resolve(this.signal(pid, `SIG${s}`)), isAlive: () => isProcessGroupAlive(pid) };
+    await terminateGroup(group, { killAfterMs: spec.killAfterMs, pollIntervalMs: this.pollIntervalMs, afterKillWaitMs: this.afterKillWaitMs });
   }
 
   /** True while the group led by `pid` (or the pid) exists; zombies count as gone. */
