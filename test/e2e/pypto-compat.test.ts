@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, spawnRouter, type RouterProcess } from '../support/router-process.js';
-import { startSshServer } from '../support/ssh-server.js';
+import { startSshServer } from '../../src/modules/launcher/transports/ssh-server.fake.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RECORDER = resolve(HERE, '../support/record-argv.js');

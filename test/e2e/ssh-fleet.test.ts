@@ -8,8 +8,8 @@ import { spawnSim, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { freePortRange, pidAlive } from '../support/router-process.js';
 import { fleetEvents, simHost } from '../support/fleet.js';
-import { startSshServer, type TestSshServer } from '../support/ssh-server.js';
-import { startRealSshd, realSshdUnavailableReason } from '../support/real-sshd.js';
+import { startSshServer, type TestSshServer } from '../../src/modules/launcher/transports/ssh-server.fake.js';
+import { startRealSshd, realSshdUnavailableReason } from '../../src/modules/launcher/transports/real-sshd.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 

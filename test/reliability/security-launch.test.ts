@@ -15,7 +15,7 @@ import { simRequest, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { freePortRange, pidAlive } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
-import { startSshServer, type TestSshServer } from '../support/ssh-server.js';
+import { startSshServer, type TestSshServer } from '../../src/modules/launcher/transports/ssh-server.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 

@@ -3,11 +3,10 @@ import { after, before, describe, it } from 'node:test';
 
 import { Test } from '@nestjs/testing';
 
-import { startSshServer, type TestSshServer } from '../../../test/support/ssh-server.js';
 import { LauncherFactory } from './launcher.factory.js';
 import { LauncherModule } from './launcher.module.js';
-import type { LauncherTransport } from './launcher.transport.js';
 import { testHost, waitFor } from './transports/replica-process.fake.js';
+import { startSshServer, type TestSshServer } from './transports/ssh-server.fake.js';
 
 describe('LauncherFactory', () => {
   let server: TestSshServer;
@@ -40,17 +39,5 @@ describe('LauncherFactory', () => {
     assert.equal(server.openConnections, 1);
     await moduleRef.close();
     await waitFor('the ssh connection to close', () => server.openConnections === 0, 5_000);
-  });
-
-  it('can be swapped with overrideProvider', async () => {
-    const fake: Pick<LauncherFactory, 'forHost'> = {
-      forHost: () => ({ kind: 'local' }) as unknown as LauncherTransport,
-    };
-    const moduleRef = await Test.createTestingModule({ imports: [LauncherModule] })
-      .overrideProvider(LauncherFactory)
-      .useValue(fake)
-      .compile();
-    assert.equal(moduleRef.get(LauncherFactory), fake);
-    await moduleRef.close();
   });
 });

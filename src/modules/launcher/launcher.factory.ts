@@ -8,7 +8,7 @@ import { SshTransport } from './transports/ssh.transport.js';
 /**
  * Hands out the transport of a host: `local` when `host.ssh` is null, else `ssh`. One instance
  * per host name, created on first use and cached (so an ssh host keeps one connection).
- * Tests replace the whole class with `overrideProvider(LauncherFactory)`.
+ * A Nest test module can swap it with `overrideProvider(LauncherFactory)`.
  */
 @Injectable()
 export class LauncherFactory implements OnModuleDestroy {

@@ -6,9 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
-import { ed25519KeyPair } from '../../../../test/support/ssh-keys.js';
-
 import { checkKnownHosts, fingerprintSha256, hostFieldMatches, keyTypeOfBlob, knownHostsName, readKnownHosts } from './known-hosts.js';
+import { ed25519KeyPair } from './ssh-keys.fake.js';
 
 const SSH_KEYGEN = ['/usr/bin/ssh-keygen', '/bin/ssh-keygen'].find((p) => existsSync(p));
 

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 
-import { realSshdUnavailableReason, startRealSshd, type RealSshd } from '../../../../test/support/real-sshd.js';
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
+import { realSshdUnavailableReason, startRealSshd, type RealSshd } from './real-sshd.fake.js';
 import {
   killQuietly,
   parseReport,

@@ -6,9 +6,6 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 
-import { ed25519KeyPair } from '../../../../test/support/ssh-keys.js';
-
-import { startSshServer, type TestSshServer } from '../../../../test/support/ssh-server.js';
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
 import {
@@ -22,7 +19,10 @@ import {
   waitFor,
   type ReplicaReport,
 } from './replica-process.fake.js';
-import { parseSshDestination, SshTransport, type SshTransportOptions } from './ssh.transport.js';
+import { parseSshDestination } from './ssh-connection.js';
+import { ed25519KeyPair } from './ssh-keys.fake.js';
+import { startSshServer, type TestSshServer } from './ssh-server.fake.js';
+import { SshTransport, type SshTransportOptions } from './ssh.transport.js';
 
 const user = userInfo().username;
 

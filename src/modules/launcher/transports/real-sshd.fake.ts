@@ -13,7 +13,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { ed25519KeyPair } from './ssh-keys.js';
+import { ed25519KeyPair } from './ssh-keys.fake.js';
 
 const SSHD = '/usr/sbin/sshd';
 

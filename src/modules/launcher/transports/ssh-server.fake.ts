@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, ServerChannel } from 'ssh2';
 
-import { ed25519KeyPair } from './ssh-keys.js';
+import { ed25519KeyPair } from './ssh-keys.fake.js';
 
 /** A running test server. */
 export interface TestSshServer {
