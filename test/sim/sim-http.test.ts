@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { simRequest, simStream, spawnSim, stopAllSims, type SimProcess } from '../../test/support/sim-process.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { simRequest, simStream, spawnSim, stopAllSims, type SimProcess } from '../support/sim-process.js';
 
 type Json = Record<string, unknown>;
 const json = (body: Buffer): Json => JSON.parse(body.toString('utf8')) as Json;
@@ -15,7 +16,7 @@ async function pollUntil<T>(what: string, read: () => Promise<T>, ok: (v: T) => 
     const value = await read();
     if (ok(value)) return value;
     if (Date.now() > deadline) assert.fail(`${what} not reached within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 

@@ -7,8 +7,9 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { freePort, SIM_ENTRY, simRequest, spawnSim, stopAllSims } from '../../test/support/sim-process.js';
+import { freePort, SIM_ENTRY, simRequest, spawnSim, stopAllSims } from '../support/sim-process.js';
 
 function probe(port: number): Promise<string> {
   return new Promise((resolve) => {
@@ -53,7 +54,7 @@ describe('simulator process', () => {
       const result = await probe(port);
       if (result === 'open') firstOpen = Date.now() - t0;
       else if (result === 'ECONNREFUSED') refusals++;
-      if (firstOpen < 0) await new Promise((r) => setTimeout(r, 25));
+      if (firstOpen < 0) await sleep(25);
     }
     const sim = await started;
     assert.ok(refusals > 0, 'connections were refused while loading');
@@ -64,7 +65,7 @@ describe('simulator process', () => {
   it('exits 0 on SIGTERM, even with a request hanging', async () => {
     const sim = await spawnSim({ args: ['--fault-hang', 'headers'] });
     const pending = simRequest(`${sim.url}/v1/models`).catch((err: unknown) => err);
-    while ((await sim.stats()).inflight === 0) await new Promise((r) => setTimeout(r, 10));
+    while ((await sim.stats()).inflight === 0) await sleep(10);
     sim.child.kill('SIGTERM');
     assert.deepEqual(await sim.exited(), { code: 0, signal: null });
     assert.ok((await pending) instanceof Error, 'the hanging request was dropped');
