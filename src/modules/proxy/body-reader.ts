@@ -5,9 +5,9 @@ export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readon
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Buffers a request body up to `maxBytes` (the middleware runs before Fastify's body parser, so
- * its bodyLimit does not apply). A declared Content-Length over the cap is refused before reading
- * a byte; a chunked body is refused the moment it crosses the cap.
+ * Buffers a request body up to `maxBytes` (the data plane answers `/v1/` on the HTTP server before
+ * Fastify sees the request, so Fastify's bodyLimit does not apply). A declared Content-Length over
+ * the cap is refused before reading a byte; a chunked body is refused the moment it crosses the cap.
  */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
   const declared = req.headers['content-length'];

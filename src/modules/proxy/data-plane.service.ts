@@ -23,15 +23,13 @@ import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
 import { sendRouterError, streamErrorEvent, type RouterErrorCode } from './router-error.js';
 
-/** Errors that mean no connection was made, so nothing reached the replica. */
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNTIMEOUT', 'EADDRNOTAVAIL']);
-
 /**
  * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
  * (see app.factory.ts and docs/design.md §3): buffers the body (own cap), resolves the
  * session, asks the routing policy for a replica, then forwards the exact bytes with one
  * `http.request` on the replica's keep-alive agent and relays the answer chunk by chunk.
- * The only code that touches upstream sockets.
+ * The only code that forwards client traffic to replicas (health probes and the `/v1/models`
+ * fetch open their own connections on the endpoint's probe agent).
  */
 @Injectable()
 export class DataPlaneService {
@@ -236,7 +234,9 @@ export class DataPlaneService {
     // An error of an attempt already given up (the retry runs on a new request) is not news.
     if (from !== ex.proxyReq || ex.cause !== undefined || ex.res.destroyed) return;
     const r = ex.replica!;
-    const refused = !ex.connected && (err.code === undefined || CONNECT_ERRORS.has(err.code) || !ex.proxyRes);
+    // Failed before the connection was made (refused, unreachable, DNS, TLS, connect timeout), so
+    // nothing reached the replica.
+    const refused = !ex.connected;
     const staleReuse = ex.connected && ex.proxyReq?.reusedSocket === true && !ex.proxyRes && err.code === 'ECONNRESET';
     // Only a refusal (or an unreachable host, a TLS failure) proves the replica is not listening.
     // A connect timeout is no health signal at all: a replica whose accept queue is full (a
@@ -358,6 +358,7 @@ export class DataPlaneService {
       ex.replica.outstanding--;
       ex.replica.inflight.delete(ex);
       ex.counted = false;
+      ex.replica.requestEnded();
       this.admission.pump();
     }
   }
