@@ -43,8 +43,9 @@ describe('metrics (SPEC §9)', () => {
     assert.equal(sum(samples, 'affinity_router_sessions'), 30);
     assert.ok(sum(samples, 'process_resident_memory_bytes') > 0, 'default process metrics on');
     assert.ok(sum(samples, 'affinity_router_health_checks_total', { result: 'ok' }) > 0);
-    const text = (await simRequest(`${router.url}/metrics`)).body.toString();
-    assert.equal(/m-\d+/.test(text), false, 'no session id in /metrics');
+    const res = await simRequest(`${router.url}/metrics`);
+    assert.equal(res.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8', 'the Prometheus text format');
+    assert.equal(/m-\d+/.test(res.body.toString()), false, 'no session id in /metrics');
   });
 });
 

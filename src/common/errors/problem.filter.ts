@@ -1,23 +1,11 @@
 import { ArgumentsHost, Catch, HttpException, Inject, type ExceptionFilter } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { auditRefusal } from '../audit/audit.js';
 import { APP_LOGGER } from '../logging/logging.module.js';
 import type { AppLogger } from '../logging/logger.js';
 import { DomainError } from './domain-error.js';
-
-const TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  409: 'Conflict',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  500: 'Internal Server Error',
-  502: 'Bad Gateway',
-};
 
 /**
  * The one exception filter of the admin API: RFC 9457 problem+json that also carries
@@ -58,7 +46,7 @@ export class ProblemFilter implements ExceptionFilter {
     }
     const body = {
       type: code !== undefined ? `urn:affinity-router:error:${code}` : 'about:blank',
-      title: TITLES[status] ?? 'Error',
+      title: STATUS_CODES[status] ?? 'Error',
       status,
       detail,
       message: detail,

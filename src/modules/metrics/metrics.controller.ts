@@ -1,5 +1,6 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { MetricsService } from './metrics.service.js';
 
 /** Prometheus scrape endpoint: open like /health (no secrets, no session ids). */
@@ -8,9 +9,10 @@ import { MetricsService } from './metrics.service.js';
 export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}
 
+  /** The exposition format is the registry's own (`registry.contentType`), so the two cannot drift. */
   @Get()
-  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
-  scrape(): Promise<string> {
+  scrape(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    void reply.header('content-type', this.metrics.registry.contentType);
     return this.metrics.metrics();
   }
 }
