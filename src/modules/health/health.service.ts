@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
 import { RouterConfig, type HealthSettings } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
@@ -143,8 +144,4 @@ export class HealthService {
         `not routing to it. Give its CA in "ca_file" (or set "tls_verify": false to skip verification)`,
     );
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
