@@ -18,6 +18,7 @@
  */
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { exponential, seededRandom, summarize, type Summary } from './stats.js';
 import { hexId } from './workload.js';
 
@@ -322,8 +323,4 @@ function words(random: () => number, n: number): string {
   const out: string[] = [];
   for (let i = 0; i < n; i++) out.push(`w${Math.floor(random() * 50_000).toString(36)}`);
   return out.join(' ');
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -8,6 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseProm, type Sample } from '../test/support/prom.js';
 import { simRequest } from '../test/support/sim-process.js';
 import { procStats } from './processes.js';
@@ -229,8 +230,4 @@ export class ProcWatch {
   stop(): void {
     clearInterval(this.timer);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
