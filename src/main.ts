@@ -1,14 +1,17 @@
 import 'reflect-metadata';
 import { constants } from 'node:os';
-import { loadConfigOrExit } from './config/cli.js';
-import { ConfigError, formatConfigProblems } from './config/config-error.js';
+import { exitWithConfigError, loadConfigOrExit } from './config/cli.js';
+import { ConfigError } from './config/config-error.js';
 import type { AppLogger } from './common/logging/logger.js';
 import { InternalErrors } from './common/errors/internal-errors.js';
 import { installProcessFaultHandlers } from './common/errors/process-faults.js';
 
 /** Bootstrap only: config (exit 2 on any problem), app, signals, listen. */
 async function main(): Promise<void> {
-  const config = loadConfigOrExit(process.argv.slice(2), process.env);
+  // The one read of the environment: the loader takes the ROUTER_* settings from it (config.sources.ts)
+  // and launched replicas inherit the rest.
+  const env = process.env;
+  const config = loadConfigOrExit(process.argv.slice(2), env);
   // Nest is loaded only once the config is valid, so a bad config exits 2 at once.
   const { startRouter } = await import('./app.factory.js');
   const { ShutdownService } = await import('./modules/lifecycle/shutdown.service.js');
@@ -42,7 +45,7 @@ async function main(): Promise<void> {
       else process.stderr.write(`received ${sig} during start-up: draining as soon as the router is up (send it again to exit at once)\n`);
     });
   }
-  const { app, log } = await startRouter(config, { env: process.env, internalErrors });
+  const { app, log } = await startRouter(config, { env, internalErrors });
   const shutdown = app.get(ShutdownService);
   up = {
     log,
@@ -61,10 +64,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  if (e instanceof ConfigError) {
-    process.stderr.write(formatConfigProblems(e.problems) + '\n');
-    process.exit(2);
-  }
+  if (e instanceof ConfigError) exitWithConfigError(e);
   process.stderr.write(`fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(1);
 });

@@ -6,10 +6,11 @@
 import { writeSync } from 'node:fs';
 import { ConfigError, formatConfigProblems } from './config-error.js';
 import { loadRouterConfig, type LoadOptions } from './config.loader.js';
+import type { Env } from './config.sources.js';
 import { formatUsage, parseArgv } from './flags.js';
 import type { RouterConfig } from './router-config.js';
 
-/** Exit code for invalid flags or config (SPEC §1). */
+/** Exit code for invalid flags, config or state file (SPEC §1). */
 export const CONFIG_EXIT_CODE = 2;
 
 /**
@@ -17,11 +18,7 @@ export const CONFIG_EXIT_CODE = 2;
  * problems on stderr + exit 2 for a `ConfigError`. Other errors propagate (exit 1 by main).
  * `argv` excludes node and the script (`process.argv.slice(2)`); `env` is `process.env`.
  */
-export function loadConfigOrExit(
-  argv: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-  opts: LoadOptions = {},
-): RouterConfig {
+export function loadConfigOrExit(argv: readonly string[], env: Env, opts: LoadOptions = {}): RouterConfig {
   if (parseArgv(argv).help) {
     writeSync(1, formatUsage());
     process.exit(0);
@@ -29,9 +26,17 @@ export function loadConfigOrExit(
   try {
     return loadRouterConfig(argv, env, { isTty: process.stdout.isTTY === true, ...opts });
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    // writeSync: the lines must be out before exit, whatever stderr is (pipe, file, tty).
-    writeSync(2, `${formatConfigProblems(error.problems)}\n`);
-    process.exit(CONFIG_EXIT_CODE);
+    if (error instanceof ConfigError) exitWithConfigError(error);
+    throw error;
   }
+}
+
+/**
+ * Prints the problems, one `error: <path>: <message>` line each, on stderr and exits 2. Also used
+ * by main.ts for a `ConfigError` raised during start-up (an invalid state file).
+ */
+export function exitWithConfigError(error: ConfigError): never {
+  // writeSync: the lines must be out before exit, whatever stderr is (pipe, file, tty).
+  writeSync(2, `${formatConfigProblems(error.problems)}\n`);
+  process.exit(CONFIG_EXIT_CODE);
 }

@@ -1,7 +1,8 @@
 /**
  * Makes the validated `RouterConfig` injectable everywhere (`constructor(private readonly config:
- * RouterConfig)`). Named `RouterConfigModule` so it does not clash with @nestjs/config's
- * `ConfigModule`. The config is loaded before Nest starts (cli.ts), then handed in here.
+ * RouterConfig)`). The config is loaded and validated before Nest is imported (cli.ts), so a bad
+ * one exits 2 before anything starts; the value is handed in here (docs/design.md §2 says why this
+ * is not @nestjs/config).
  */
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { RouterConfig } from './router-config.js';

@@ -5,7 +5,7 @@
  * environment, the environment over the config file, the file over the defaults.
  */
 import { childPath, type ConfigProblem } from './config-error.js';
-import { checkHealthPath, checkHostAddress, checkSessionHeader, MAX_DURATION_MS } from './config.dto.js';
+import { checkHealthPath, checkHostAddress, checkSessionHeader, MAX_DURATION_MS } from './config.rules.js';
 
 /** How a flag's text is parsed. `seconds` values are returned in milliseconds. */
 export type FlagKind = 'seconds' | 'count' | 'port' | 'bytes' | 'string' | 'boolean' | 'enum';

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { NAME_PATTERN } from '../../../config/config.rules.js';
 
 export class LaunchReplicasDto {
   @ApiPropertyOptional({ example: 1, minimum: 1, maximum: 64, default: 1, description: 'how many replicas to launch (all or none)' })
@@ -12,7 +13,7 @@ export class LaunchReplicasDto {
   @ApiPropertyOptional({ example: 'node', description: 'launch only on this config-declared host' })
   @IsOptional()
   @IsString()
-  @Matches(/^[A-Za-z0-9._:-]{1,64}$/, { message: 'host must be a host name declared in the config' })
+  @Matches(NAME_PATTERN, { message: 'host must be a host name declared in the config' })
   readonly host?: string;
 }
 

@@ -1,10 +1,11 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Matches } from 'class-validator';
+import { NAME_PATTERN } from '../../../config/config.rules.js';
 
 export class PinSessionDto {
   @ApiProperty({ example: 'node-d1', description: 'name of a routable replica to pin the session to' })
   @IsString()
-  @Matches(/^[A-Za-z0-9._:-]{1,64}$/, { message: 'replica must be a replica name' })
+  @Matches(NAME_PATTERN, { message: 'replica must be a replica name' })
   readonly replica!: string;
 }
 
