@@ -28,6 +28,17 @@ export type PinLookup<T extends PinTarget> =
   | { readonly status: 'released'; readonly target: T }
   | { readonly status: 'none' };
 
+/**
+ * Live pins a slice at a time (`SessionDirectory.openPass`): `next` offers the pins of up to `max`
+ * slots to `visit` and returns true while slots remain; `visit` returns false to stop at a pin
+ * without taking it (the next call offers it again). Entries made after the pass opened are left to
+ * the next pass, so no id is seen twice however the map changes between slices.
+ */
+export interface PinPass<T extends PinTarget> {
+  next(now: number, max: number, visit: (id: string, target: T) => boolean): boolean;
+  close(): void;
+}
+
 const NONE = { status: 'none' } as const;
 const INITIAL_CAPACITY = 1024;
 
@@ -61,6 +72,8 @@ export class SessionDirectory<T extends PinTarget> {
   private readonly targetIds = new Map<T, number>();
   /** Entries whose pin was released but that are still in the map. */
   private stale = 0;
+  /** Slots handed out since the open pass began (it leaves their entries to the next pass). */
+  private born: Set<number> | undefined;
   evictedLru = 0;
   evictedTtl = 0;
   /** Bumped whenever a pin is created, moved or removed (not on a plain touch): persistence polls it. */
@@ -121,6 +134,7 @@ export class SessionDirectory<T extends PinTarget> {
     }
     this.version++;
     const slot = this.allocate();
+    this.born?.add(slot);
     this.targetOf[slot] = tid;
     this.epochOf[slot] = target.pinEpoch;
     this.lastUsedOf[slot] = now;
@@ -181,12 +195,18 @@ export class SessionDirectory<T extends PinTarget> {
     return removed;
   }
 
-  /** Live pins (state file, admin listing). */
-  *livePins(now: number): Generator<{ id: string; target: T; lastUsed: number }> {
-    for (const [id, s] of this.map) {
-      const lastUsed = this.lastUsedOf[s]!;
-      if (this.isLive(s) && now - lastUsed <= this.ttlMs) yield { id, target: this.targets[this.targetOf[s]!]!, lastUsed };
-    }
+  /** Live pins in slot order for a writer that yields between slices (the state file); one pass at a time. */
+  openPass(): PinPass<T> {
+    const born = (this.born = new Set<number>());
+    let s = 0;
+    const next = (now: number, max: number, visit: (id: string, target: T) => boolean): boolean => {
+      for (const end = Math.min(this.nextSlot, s + max); s < end; s++) {
+        const id = this.idOf[s];
+        if (id !== '' && this.isLive(s) && now - this.lastUsedOf[s] <= this.ttlMs && !born.has(s) && !visit(id, this.targets[this.targetOf[s]])) return true;
+      }
+      return s < this.nextSlot;
+    };
+    return { next, close: () => void (this.born === born && (this.born = undefined)) };
   }
 
   stats(): DirectoryStats {

@@ -63,7 +63,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
       // over (the next leader adopts it) instead of stopping it.
       const stop = this.redis.enabled ? Promise.resolve() : this.fleet.stopAll(deadline);
       await Promise.all([stop, this.waitInflight(deadline)]);
-      this.state.write();
+      await this.state.write();
     });
   }
 
@@ -72,6 +72,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     const recorded = (await this.state.loadShared()) ?? fromFile;
     if (recorded !== undefined) await this.adopt(recorded);
     if (this.state.enabled) this.fleet.persist();
+    await this.state.settled(); // the adopted fleet is on disk before the router reports ready
     await this.launchInitial();
   }
 

@@ -1,4 +1,5 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, basename, join } from 'node:path';
 import type { ConfigProblem } from '../../config/config-error.js';
 
@@ -110,40 +111,57 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
   return { kind: 'ok', state: { version: version as number, epoch: epoch as number, replicas, sessions } };
 }
 
+/** What a state file holds besides its pins (those come as encoded chunks: state-pins.ts). */
+export type StateHead = Omit<FleetState, 'sessions'>;
+
+/** The document up to the first pin: pretty-printed like the rest of the file, pins one per line. */
+function headText(h: StateHead): string {
+  const json = JSON.stringify({ version: h.version, epoch: h.epoch, written_at: h.written_at, replicas: h.replicas }, null, 2);
+  return `${json.slice(0, -2)},\n  "sessions": [\n`;
+}
+const TAIL = Buffer.from('\n  ]\n}\n');
+
+/** Writes all of `bytes`: a nearly full disk accepts part of a write, so loop, and fail when it takes nothing more. */
+async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
+  for (let off = 0; off < bytes.length; ) {
+    const { bytesWritten } = await fh.write(bytes, off, bytes.length - off);
+    if (bytesWritten <= 0) throw new Error(`short write: ${off} of ${bytes.length} bytes written`);
+    off += bytesWritten;
+  }
+}
+
 /**
- * Write atomically: a temporary file in the same directory, fsync, rename over the old one, fsync
- * the directory. A failure leaves the previous file whole.
+ * Write atomically without blocking the event loop: a temporary file in the same directory, fsync,
+ * rename over the old one, fsync the directory. A failure (the disk, or `sessions` throwing) leaves
+ * the previous file whole. `sessions` yields the encoded `sessions` list a chunk at a time; each
+ * chunk is written before the next is asked for, so a producer may reuse one buffer. One writer
+ * per path at a time (the temporary file is per process).
  */
-export function writeStateFile(path: string, state: FleetState): void {
+export async function writeStateFile(path: string, head: StateHead, sessions: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = []): Promise<void> {
   const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
+  await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
-  const fd = openSync(tmp, 'w', 0o600);
+  const fh = await open(tmp, 'w', 0o600);
   try {
     try {
-      // A nearly full disk accepts part of a write: loop, and fail (keeping the old file) when
-      // the disk takes nothing more.
-      const bytes = Buffer.from(JSON.stringify(state, null, 2) + '\n');
-      for (let off = 0; off < bytes.length; ) {
-        const n = writeSync(fd, bytes, off, bytes.length - off);
-        if (n <= 0) throw new Error(`short write: ${off} of ${bytes.length} bytes written`);
-        off += n;
-      }
-      fsyncSync(fd);
+      await writeAll(fh, Buffer.from(headText(head)));
+      for await (const chunk of sessions) await writeAll(fh, chunk);
+      await writeAll(fh, TAIL);
+      await fh.sync();
     } finally {
-      closeSync(fd);
+      await fh.close();
     }
-    renameSync(tmp, path);
+    await rename(tmp, path);
   } catch (e) {
-    rmSync(tmp, { force: true });
+    await rm(tmp, { force: true });
     throw e;
   }
   try {
-    const dfd = openSync(dir, 'r');
+    const dh = await open(dir, 'r');
     try {
-      fsyncSync(dfd);
+      await dh.sync();
     } finally {
-      closeSync(dfd);
+      await dh.close();
     }
   } catch {
     // some filesystems refuse a directory fsync; the rename already happened

@@ -1,0 +1,145 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { ManualClock } from '../../common/clock.js';
+import { createAppLogger } from '../../common/logging/logger.js';
+import type { RouterConfig } from '../../config/router-config.js';
+import type { AffinityService } from '../affinity/affinity.service.js';
+import { SessionDirectory, type PinTarget } from '../affinity/session-directory.js';
+import type { LeaderService } from '../cluster/leader.service.js';
+import type { RedisService } from '../cluster/redis.service.js';
+import { LifecycleService } from '../lifecycle/lifecycle.service.js';
+import type { FleetState, StateReplica } from './state-file.js';
+import { StateService } from './state.service.js';
+
+/** Enough pins for a write to span many slices and chunks (state-pins.ts). */
+const MANY = 200_000;
+
+const replica = (slot: string): StateReplica => ({ slot, host: 'h', devices: [0], address: '127.0.0.1', port: 8001, scheme: 'http', pid: null, launched_at: null, model: null });
+
+/** A StateService over a real directory and a real file, with hand-written fakes for the rest. */
+function setup(pins: number, path = join(mkdtempSync(join(tmpdir(), 'ar-statesvc-')), 'state.json')) {
+  const clock = new ManualClock(1_000);
+  const directory = new SessionDirectory<PinTarget>(3_600_000, pins + 1_000);
+  const targets = { a: { name: 'h-a', pinEpoch: 0, pins: 0 }, b: { name: 'h-b', pinEpoch: 0, pins: 0 } };
+  for (let i = 0; i < pins; i++) directory.pin(`s-${i}`, targets.a, clock.now());
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logs.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  const lifecycle = new LifecycleService();
+  const svc = new StateService(
+    { stateFile: path, discardState: false } as unknown as RouterConfig,
+    { directory, clock } as unknown as AffinityService,
+    lifecycle,
+    { isLeader: false } as unknown as LeaderService,
+    { enabled: false } as unknown as RedisService,
+    createAppLogger('info', 'json', sink),
+  );
+  const tmps = (): string[] => readdirSync(join(path, '..')).filter((f) => f.endsWith('.tmp'));
+  const tmpLeft = (): boolean => tmps().length > 0;
+  /** True once a write is part-way through the pins: its temporary file holds a first chunk of them. */
+  const midWrite = (): boolean => tmps().some((f) => (statSync(join(path, '..', f), { throwIfNoEntry: false })?.size ?? 0) > 256 * 1024);
+  const file = (): FleetState => JSON.parse(readFileSync(path, 'utf8')) as FleetState;
+  return { svc, path, directory, clock, targets, logs, lifecycle, tmpLeft, midWrite, file };
+}
+
+/** Polls (a turn of the event loop at a time) until `cond` holds; fails after `ms`. */
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await nextTurn();
+  }
+}
+
+describe('StateService writes', () => {
+  it('gives the event loop a turn at least every 10,000 pins while a large state file is written', async () => {
+    // Owned pins fill chunks (each written with async I/O); pins of replicas the router does not
+    // own are skipped without filling any, so the slices alone must give the loop its turns.
+    for (const fleet of [[replica('h-a')], []]) {
+      const s = setup(MANY);
+      // Count the pins the writer is offered between two turns of the event loop.
+      const open = s.directory.openPass.bind(s.directory);
+      let sinceTurn = 0;
+      let most = 0;
+      s.directory.openPass = () => {
+        const pass = open();
+        const next: typeof pass.next = (now, max, visit) => pass.next(now, max, (id, t) => visit(id, t) && ++sinceTurn > 0);
+        return { next, close: () => pass.close() };
+      };
+      let done = false;
+      const turn = (): void => {
+        most = Math.max(most, sinceTurn);
+        sinceTurn = 0;
+        if (!done) setImmediate(turn);
+      };
+      setImmediate(turn);
+      s.svc.saveFleet(fleet);
+      await s.svc.settled();
+      done = true;
+      most = Math.max(most, sinceTurn);
+      assert.equal(s.file().sessions.length, fleet.length === 0 ? 0 : MANY);
+      assert.ok(most > 0 && most <= 10_000, `${most} pins taken without a turn of the event loop (${fleet.length} owned replicas)`);
+    }
+  });
+
+  it('writes a fleet change made during a pin flush after it: nothing lost, never two writers on the temporary file', async () => {
+    const s = setup(MANY);
+    s.svc.saveFleet([replica('h-a')]);
+    await until(s.midWrite, 'the first write to be part-way through the pins');
+    s.directory.pin('on-b', s.targets.b, s.clock.now());
+    s.svc.saveFleet([replica('h-a'), replica('h-b')]);
+    await s.svc.settled();
+    const f = s.file();
+    assert.deepEqual(f.replicas.map((r) => r.slot), ['h-a', 'h-b']);
+    assert.equal(f.sessions.length, MANY + 1);
+    assert.deepEqual(f.sessions.at(-1), { id: 'on-b', replica: 'h-b' });
+    assert.deepEqual(s.logs.filter((l) => l['event'] === 'state_write_failed'), []);
+    assert.equal(s.tmpLeft(), false);
+  });
+
+  it('write() resolves after a write that began after the call, so the final write has the pins made during a flush', async () => {
+    const s = setup(MANY);
+    s.svc.saveFleet([replica('h-a')]);
+    await until(s.midWrite, 'the first write to be part-way through the pins');
+    s.directory.pin('late', s.targets.a, s.clock.now());
+    await s.svc.write();
+    assert.ok(s.file().sessions.some((p) => p.id === 'late'), 'the pin made during the first write is in the file');
+  });
+
+  it('shutdown waits for a write in progress to finish', async () => {
+    const s = setup(MANY);
+    s.svc.saveFleet([replica('h-a')]);
+    await until(s.midWrite, 'the write to be part-way through the pins');
+    await s.svc.onApplicationShutdown();
+    assert.equal(s.tmpLeft(), false, 'no half-written temporary file');
+    assert.equal(s.file().sessions.length, MANY);
+  });
+
+  it('logs a failing write once per distinct error, shows it in /readyz, and clears it once a write succeeds', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ar-statesvc-'));
+    writeFileSync(join(dir, 'blocker'), 'a regular file where a directory should be');
+    const s = setup(10, join(dir, 'blocker', 'state.json'));
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.write();
+    await s.svc.write();
+    const failed = s.logs.filter((l) => l['event'] === 'state_write_failed');
+    assert.equal(failed.length, 1, 'logged once');
+    assert.match(s.lifecycle.degraded.get('state_file') ?? '', /ENOTDIR|EEXIST/);
+    rmSync(join(dir, 'blocker'));
+    mkdirSync(join(dir, 'blocker'));
+    await s.svc.write();
+    assert.equal(s.logs.filter((l) => l['event'] === 'state_write_recovered').length, 1);
+    assert.equal(s.lifecycle.degraded.has('state_file'), false);
+    assert.equal(existsSync(s.path), true);
+    assert.equal(s.file().sessions.length, 10);
+  });
+});
