@@ -80,7 +80,7 @@ export async function startRouter(
   for (const w of config.warnings) log.warn(w);
   await app.init();
   await app.listen({ host: config.listenHost, port: config.listenPort });
-  app.get(LifecycleService).phase = 'running';
+  app.get(LifecycleService).markRunning();
   const url = await app.getUrl();
   if (/:0$/.test(config.advertiseUrl)) app.get(LeaderService).setAdvertiseUrl(url);
   log.info({ event: 'listening', url, replicas: config.replicas.length, hosts: config.hosts.length }, 'affinity-router listening');

@@ -36,7 +36,8 @@ describe('fleet (SPEC §6)', () => {
 
   it('launches --initial-replicas, routes nothing to them until healthy, then to both; argv carries the device group', async () => {
     const base = await freePortRange(4);
-    const router = await start({ hosts: [simHost('h', [0, 1, 2, 3], base, ['--startup-delay', '1'], { devices_per_replica: 2 })] }, ['--initial-replicas', '2']);
+    // Loading takes 4 s: long enough that the two calls below land before it even on a loaded runner.
+    const router = await start({ hosts: [simHost('h', [0, 1, 2, 3], base, ['--startup-delay', '4'], { devices_per_replica: 2 })] }, ['--initial-replicas', '2']);
     const list = await adminCall(router, 'GET', '/replicas');
     assert.deepEqual(list.body.replicas.map((r: { name: string; state: string; kind: string }) => [r.name, r.state, r.kind]), [
       ['h-d0', 'launching', 'launched'],
@@ -45,7 +46,7 @@ describe('fleet (SPEC §6)', () => {
     assert.deepEqual(list.body.replicas.map((r: { url: string }) => r.url), [`http://127.0.0.1:${base}`, `http://127.0.0.1:${base + 2}`]);
     const early = await post(router, 'early');
     assert.equal(early.status, 503);
-    await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.every((r: { ready: boolean }) => r.ready), 10_000, 'both replicas ready');
+    await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.every((r: { ready: boolean }) => r.ready), 30_000, 'both replicas ready');
     const names = new Set<string>();
     for (let i = 0; i < 4; i++) names.add(String((await post(router, `s${i}`)).headers['x-replica-name']));
     assert.deepEqual([...names].sort(), ['h-d0', 'h-d2']);

@@ -171,7 +171,7 @@ describe('stream timing, directory evictions and quiet health probes', () => {
     const headersAt = performance.now() - t0;
     assert.equal(s.status, 200);
     assert.equal(await s.done, 'end');
-    const firstTokenAt = s.events[0]!.at - t0;
+    const firstTokenAt = s.events[0].at - t0;
     assert.ok(firstTokenAt >= 380, `first token after prefill (${firstTokenAt.toFixed(0)} ms)`);
     assert.ok(firstTokenAt - headersAt >= 250, `headers ${headersAt.toFixed(0)} ms, first token ${firstTokenAt.toFixed(0)} ms: headers were not held back`);
     const { samples } = await scrape(router);
@@ -183,19 +183,20 @@ describe('stream timing, directory evictions and quiet health probes', () => {
     assert.ok(sum(samples, 'affinity_router_stream_chunk_gap_seconds_count') >= 5, 'a gap per chunk after the first');
     const line = await router.waitForLog((l) => l['event'] === 'request' && l['session'] === 'prefill');
     assert.equal(line['stream'], true);
-    assert.ok((line['ttfb_ms'] as number) < 250, `ttfb_ms ${line['ttfb_ms']}: the headers are the first bytes`);
+    assert.ok((line['ttfb_ms'] as number) < 250, `ttfb_ms ${line['ttfb_ms'] as number}: the headers are the first bytes`);
   });
 
   it('counts evictions by cause: lru over --max-sessions, ttl past --session-ttl', async () => {
-    const small = await startTestRouter({ replicas: [{ name: sim.name, host: '127.0.0.1', port: sim.port }] }, ['--max-sessions', '2', '--session-ttl', '1']);
+    const small = await startTestRouter({ replicas: [{ name: sim.name, host: '127.0.0.1', port: sim.port }] }, ['--max-sessions', '2', '--session-ttl', '3']);
     try {
       const send = (id: string) => simRequest(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': id }, body: chat() });
       const evictions = async (cause: string) => sum((await scrape(small)).samples, 'affinity_router_session_evictions_total', { cause });
       for (const id of ['e1', 'e2', 'e3']) assert.equal((await send(id)).status, 200);
       assert.equal(await evictions('lru'), 1, 'the third session over a cap of 2 drops the oldest');
       assert.equal(await evictions('ttl'), 0);
-      // Idle past the 1 s TTL, the two left are swept (a scrape sweeps, as does the health tick).
-      await waitFor(async () => (await evictions('ttl')) === 2, 5_000, 'two ttl evictions');
+      // Idle past the 3 s TTL (long enough for three requests on a loaded runner), the two left are
+      // swept (a scrape sweeps, as does the health tick).
+      await waitFor(async () => (await evictions('ttl')) === 2, 15_000, 'two ttl evictions');
       assert.equal(await evictions('lru'), 1);
       assert.equal(sum((await scrape(small)).samples, 'affinity_router_sessions'), 0);
     } finally {

@@ -28,7 +28,7 @@ export class RedisService implements OnApplicationShutdown {
   ) {
     this.prefix = config.redisPrefix;
     if (config.redisUrl === undefined) return;
-    this.lifecycle.degraded.set('redis', 'connecting');
+    this.lifecycle.degrade('redis', 'connecting');
     // Loaded only when asked for: a router without --redis-url does not carry the client (memory).
     const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
     this.client = new RedisClient(config.redisUrl, {
@@ -61,15 +61,15 @@ export class RedisService implements OnApplicationShutdown {
     if (up === this.isUp) return;
     this.isUp = up;
     if (up) {
-      this.lifecycle.degraded.delete('redis');
+      this.lifecycle.recovered('redis');
       this.log.info({ event: 'redis_up' }, 'Redis reachable: sessions and fleet state are shared');
     } else {
-      this.lifecycle.degraded.set('redis', `unreachable: ${why}`);
+      this.lifecycle.degrade('redis', `unreachable: ${why}`);
       this.log.warn({ event: 'redis_down', err: why }, `Redis unreachable (${why}): routing on local state until it returns`);
     }
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  onApplicationShutdown(): void {
     if (this.client === undefined) return;
     this.client.disconnect(false);
   }

@@ -27,8 +27,8 @@ export class FleetMirror {
 
   start(): void {
     if (this.timer !== undefined) return;
-    void this.sync();
-    this.timer = setInterval(() => void this.sync(), MIRROR_EVERY_MS);
+    this.syncLogged();
+    this.timer = setInterval(() => this.syncLogged(), MIRROR_EVERY_MS);
     this.timer.unref();
   }
 
@@ -37,6 +37,11 @@ export class FleetMirror {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     for (const r of [...this.registry.list]) if (r.kind === 'shared') this.registry.remove(r.name);
+  }
+
+  /** One tick: a failing sync is logged and the next tick tries again (STYLE §7). */
+  private syncLogged(): void {
+    this.sync().catch((e: unknown) => this.log.error({ err: e }, 'fleet mirror sync failed'));
   }
 
   async sync(): Promise<void> {
@@ -61,8 +66,7 @@ export class FleetMirror {
         logPath: '',
         launchedAt: e.launched_at ?? new Date().toISOString(),
         ...(e.model !== null ? { model: e.model } : {}),
-      }, false, this.config.hosts.find((h) => h.name === e.host)?.maxInflight);
-      r.everReady = true;
+      }, { ready: false, everReady: true, maxInflight: this.config.hosts.find((h) => h.name === e.host)?.maxInflight });
       this.registry.add(r);
     }
   }

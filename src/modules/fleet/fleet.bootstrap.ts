@@ -8,7 +8,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { probe } from '../health/probe.js';
 import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js';
-import { FleetService } from './fleet.service.js';
+import { FleetService, untilIdleOr } from './fleet.service.js';
 import { FleetMirror } from './fleet-mirror.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { RedisService } from '../cluster/redis.service.js';
@@ -96,7 +96,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     // Probe in parallel, register in the recorded order (a stable replica table).
     const steps = await Promise.all(state.replicas.map((entry) => this.adoptOne(entry)));
     steps.forEach((step, i) => {
-      if (step() === 'adopted') adopted.add(state.replicas[i]!.slot);
+      if (step() === 'adopted') adopted.add(state.replicas[i].slot);
     });
     const dir = this.routing;
     let pins = 0;
@@ -157,8 +157,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
         );
       }
       if (!h.ok) {
-        r.everReady = true; // an existing server: unready, not launching
-        this.fleet.orphans.push({ ...where, reason: `answers ${h.status} at ${ep.url}: slot kept reserved, adopted as unready until its health checks pass` });
+        this.fleet.reportOrphan({ ...where, reason: `answers ${h.status} at ${ep.url}: slot kept reserved, adopted as unready until its health checks pass` });
         this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status, pid }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
       } else {
         this.log.info({ event: 'adopt', replica: r.name, pid, url: r.url }, `adopted ${r.name} (pid ${pid ?? 'unknown'}) without relaunching`);
@@ -168,7 +167,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
   }
 
   private orphan(o: FleetService['orphans'][number]): void {
-    this.fleet.orphans.push(o);
+    this.fleet.reportOrphan(o);
     this.log.warn({ event: 'orphan', ...o }, `recorded replica ${o.slot}: ${o.reason}`);
   }
 
@@ -178,8 +177,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
   }
 
   private async waitInflight(deadline: number): Promise<void> {
-    const busy = (): boolean => this.registry.list.some((r) => r.outstanding > 0);
-    while (busy() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await untilIdleOr(deadline, this.registry.list);
     for (const r of this.registry.list) for (const x of [...r.inflight]) x.abort('the router is shutting down and its drain timed out');
   }
 }

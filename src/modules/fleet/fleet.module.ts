@@ -2,13 +2,16 @@ import { Module } from '@nestjs/common';
 import { LauncherModule } from '../launcher/launcher.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
 import { FleetBootstrap } from './fleet.bootstrap.js';
+import { FleetBook } from './fleet-book.js';
+import { ReplicaLauncher } from './replica-launcher.js';
+import { ReplicaStopper } from './replica-stopper.js';
 import { FleetService } from './fleet.service.js';
 import { FleetMirror } from './fleet-mirror.js';
 import { StateService } from './state.service.js';
 
 @Module({
   imports: [RoutingModule, LauncherModule],
-  providers: [FleetService, StateService, FleetBootstrap, FleetMirror],
+  providers: [FleetService, FleetBook, ReplicaLauncher, ReplicaStopper, StateService, FleetBootstrap, FleetMirror],
   exports: [FleetService],
 })
 export class FleetModule {}

@@ -97,7 +97,9 @@ export class StateService implements OnApplicationShutdown {
     this.writeSoon();
     if (this.redis.enabled && this.leader.isLeader) {
       const shared: FleetState = { version: STATE_VERSION, epoch: this.leader.epoch, written_at: new Date().toISOString(), replicas, sessions: [] };
-      void this.leader.writeFleetState(JSON.stringify(shared));
+      this.leader.writeFleetState(JSON.stringify(shared)).catch((e: unknown) => {
+        this.log.warn({ event: 'fleet_state_publish_failed', err: (e as Error).message }, `cannot publish the fleet state to Redis: ${(e as Error).message}`);
+      });
     }
   }
 
@@ -150,13 +152,13 @@ export class StateService implements OnApplicationShutdown {
       if (this.lastError !== undefined) {
         this.log.info({ event: 'state_write_recovered', path }, `state file ${path} is written again`);
         this.lastError = undefined;
-        this.lifecycle.degraded.delete('state_file');
+        this.lifecycle.recovered('state_file');
       }
     } catch (e) {
       const msg = `cannot write state file ${path}: ${(e as Error).message}`;
       if (msg !== this.lastError) this.log.error({ event: 'state_write_failed', path, err: (e as Error).message }, msg);
       this.lastError = msg;
-      this.lifecycle.degraded.set('state_file', msg);
+      this.lifecycle.degrade('state_file', msg);
     }
   }
 

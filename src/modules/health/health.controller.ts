@@ -5,6 +5,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import { AdmissionService } from '../routing/admission.service.js';
+import { RoutingService } from '../routing/routing.service.js';
 
 /** Router health: pypto-compatible `/health`, plus `/livez` and `/readyz` for orchestrators. */
 @ApiExcludeController()
@@ -15,6 +16,7 @@ export class HealthController {
     private readonly affinity: AffinityService,
     private readonly lifecycle: LifecycleService,
     private readonly admission: AdmissionService,
+    private readonly routing: RoutingService,
   ) {}
 
   @Get('health')
@@ -30,8 +32,8 @@ export class HealthController {
       replicas_total: replicas.length,
       sessions: dir.size,
       routed: replicas.reduce((n, r) => n + r.routed, 0),
-      affinity_hits: this.registry.affinityHits,
-      rejected: this.registry.rejected,
+      affinity_hits: this.routing.affinityHits,
+      rejected: this.routing.rejected,
       // Requests waiting for a replica under its max_inflight; counted in no replica's outstanding.
       queued: this.admission.depth,
       replicas: replicas.map((r) => ({

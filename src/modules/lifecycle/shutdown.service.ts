@@ -33,7 +33,7 @@ export class ShutdownService {
   }
 
   private async doRun(app: INestApplication): Promise<void> {
-    this.lifecycle.phase = 'stopping';
+    this.lifecycle.markStopping();
     const deadline = performance.now() + this.config.drainTimeoutMs;
     for (const s of this.steps) {
       try {

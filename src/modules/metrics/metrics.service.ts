@@ -8,6 +8,7 @@ import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { AdmissionService } from '../routing/admission.service.js';
+import { RoutingService } from '../routing/routing.service.js';
 import { RedisService } from '../cluster/redis.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
@@ -43,6 +44,7 @@ export class MetricsService {
     health: HealthService,
     observer: ExchangeObserver,
     admission: AdmissionService,
+    routing: RoutingService,
     redis: RedisService,
     leader: LeaderService,
     internalErrors: InternalErrors,
@@ -175,7 +177,7 @@ export class MetricsService {
         }
       },
     });
-    monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': registry.rejected }));
+    monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': routing.rejected }));
 
     new Gauge({
       name: `${P}session_store_up`,

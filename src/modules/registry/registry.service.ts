@@ -21,11 +21,6 @@ type Listener = (r: Replica) => void;
 export class RegistryService implements OnModuleDestroy {
   private table: Replica[] = [];
   private readonly byName = new Map<string, Replica>();
-  /** Rotating tie-break cursor of the routing policy (SPEC §4). */
-  counter = 0;
-  /** Requests refused because nothing was routable. */
-  rejected = 0;
-  affinityHits = 0;
   private readonly removedListeners: Listener[] = [];
 
   get list(): readonly Replica[] {
@@ -52,7 +47,6 @@ export class RegistryService implements OnModuleDestroy {
     if (r === undefined) throw new RegistryError('unknown_replica', `no replica named '${name}'`);
     this.table = this.table.filter((x) => x !== r);
     this.table.forEach((x, i) => (x.index = i));
-    this.counter = this.table.length === 0 ? 0 : this.counter % this.table.length;
     this.byName.delete(name);
     r.removed = true;
     r.index = -1;

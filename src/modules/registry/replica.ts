@@ -23,14 +23,26 @@ export interface ReplicaPlacement {
   readonly model?: string;
 }
 
+/** How a replica enters the table. */
+export interface ReplicaInit {
+  readonly ready: boolean;
+  /** An existing server that is not ready yet shows `unready`, not `launching` (default: `ready`). */
+  readonly everReady?: boolean;
+  readonly maxInflight?: number | undefined;
+}
+
 /** An in-flight exchange the fleet can cut (drain timeout). */
 export interface Abortable {
   abort(reason: string): void;
 }
 
 /**
- * One row of the replica table. Mutable counters live here so the hot path touches one object;
- * only the registry and its direct users (proxy, health, fleet) change them.
+ * One row of the replica table. Mutable fields live here so the hot path touches one object, and
+ * each has one writing module (docs/design.md, "Who writes what"; test/structure/ownership.test.ts
+ * checks it): the registry (`index`, `removed`), health (`ready`, `everReady`, `failures`,
+ * `successes`, `lastHealth`, `foreignLoad`), the fleet (`draining`, `stopping`, `failed`,
+ * `placement.pid`), the proxy (`outstanding`, `inflight`), routing (`routed`) and the session
+ * directory (`pins`, `pinEpoch`).
  */
 export class Replica {
   index = -1;
@@ -56,18 +68,21 @@ export class Replica {
   foreignLoad = 0;
   /** Exchanges currently on this replica (kept by the proxy). */
   readonly inflight = new Set<Abortable>();
+  private idleWaiters: Array<() => void> = [];
+
+  /** Admission cap (`max_inflight`, SPEC §3): requests beyond it wait in the router's queue. */
+  readonly maxInflight: number | undefined;
 
   constructor(
     readonly name: string,
     readonly kind: ReplicaKind,
     readonly endpoint: ReplicaEndpoint,
     readonly placement: ReplicaPlacement | null,
-    ready: boolean,
-    /** Admission cap (`max_inflight`, SPEC §3): requests beyond it wait in the router's queue. */
-    readonly maxInflight?: number,
+    initial: ReplicaInit,
   ) {
-    this.ready = ready;
-    this.everReady = ready;
+    this.ready = initial.ready;
+    this.everReady = initial.everReady ?? initial.ready;
+    this.maxInflight = initial.maxInflight;
   }
 
   get url(): string {
@@ -79,8 +94,23 @@ export class Replica {
     return this.outstanding + this.foreignLoad;
   }
 
+  /** Ready (health's word), not draining (the fleet's), not failed, still in the table. */
   get routable(): boolean {
-    return this.ready && !this.draining && !this.removed;
+    return this.ready && !this.draining && !this.failed && !this.removed;
+  }
+
+  /** Resolves once none of this router's requests is in flight on it (at once when none is). */
+  whenIdle(): Promise<void> {
+    if (this.outstanding === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** The proxy's call after a request on it ended: wakes `whenIdle()` waiters once the count is 0. */
+  requestEnded(): void {
+    if (this.outstanding !== 0 || this.idleWaiters.length === 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
   }
 
   /** At its `max_inflight`: takes no request until one of its own ends (SPEC §3 admission). */

@@ -16,6 +16,10 @@ export class RoutingService {
   private readonly slack: number;
   private readonly policy: RouterConfig['routing']['policy'];
   private rr = 0;
+  /** Rotating tie-break cursor of the policy (SPEC §4): moves past every non-affinity choice. */
+  private counter = 0;
+  private rejectedCount = 0;
+  private affinityHitCount = 0;
   private readonly releaseListeners: Array<(r: Replica) => void> = [];
 
   constructor(
@@ -26,7 +30,21 @@ export class RoutingService {
   ) {
     this.slack = config.routing.affinitySlack;
     this.policy = config.routing.policy;
-    registry.onRemoved((r) => affinity.directory.release(r));
+    registry.onRemoved((r) => {
+      affinity.directory.release(r);
+      const n = registry.list.length;
+      this.counter = n === 0 ? 0 : this.counter % n;
+    });
+  }
+
+  /** Requests refused because no replica was routable. */
+  get rejected(): number {
+    return this.rejectedCount;
+  }
+
+  /** Decisions that kept a session's pin (`retain`). */
+  get affinityHits(): number {
+    return this.affinityHitCount;
   }
 
   /**
@@ -60,15 +78,15 @@ export class RoutingService {
     if (this.policy !== 'affinity') return this.baseline(sessionId, now);
     // A live pin is marked used here; a decision to retain it then needs no second write.
     const pin = toPinState(this.affinity.directory.touch(sessionId, now));
-    const d = decide(this.registry.list, this.registry.counter, pin, this.slack);
+    const d = decide(this.registry.list, this.counter, pin, this.slack);
     if (d.kind === 'none') {
-      this.registry.rejected++;
+      this.rejectedCount++;
       return d;
     }
     if (d.kind === 'wait') return d;
     if (d.kind === 'retain') {
       d.replica.routed++;
-      this.registry.affinityHits++;
+      this.affinityHitCount++;
     } else {
       this.apply(sessionId, d.replica, now);
     }
@@ -81,16 +99,16 @@ export class RoutingService {
     let r: Replica | undefined;
     if (this.policy === 'round-robin') {
       for (let i = 0; i < list.length && r === undefined; i++) {
-        const c = list[(this.rr + i) % list.length]!;
+        const c = list[(this.rr + i) % list.length];
         if (c.routable && !c.full) r = c;
       }
       this.rr = r === undefined ? this.rr : (r.index + 1) % list.length;
     } else {
-      r = leastOutstanding(list, this.registry.counter);
+      r = leastOutstanding(list, this.counter);
     }
     if (r === undefined) {
       if (list.some((x) => x.routable)) return { kind: 'wait' };
-      this.registry.rejected++;
+      this.rejectedCount++;
       return { kind: 'none' };
     }
     this.apply(sessionId, r, now);
@@ -99,7 +117,7 @@ export class RoutingService {
 
   /** After a connect failure on `failed`: the least-loaded other routable replica, pinned. */
   reroute(sessionId: string, failed: Replica): Replica | undefined {
-    const r = leastOutstanding(this.registry.list, this.registry.counter, failed);
+    const r = leastOutstanding(this.registry.list, this.counter, failed);
     if (r !== undefined) {
       this.apply(sessionId, r, this.affinity.clock.now());
       this.shared.publish(sessionId, r.name);
@@ -136,7 +154,8 @@ export class RoutingService {
   private apply(sessionId: string, r: Replica, now: number): void {
     this.affinity.directory.pin(sessionId, r, now);
     r.routed++;
-    if (this.registry.list.length > 0) this.registry.counter = (r.index + 1) % this.registry.list.length;
+    const n = this.registry.list.length;
+    if (n > 0) this.counter = (r.index + 1) % n;
   }
 }
 

@@ -1,0 +1,155 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { posix } from 'node:path';
+import { RouterConfig, type HostSpec, type SlotSpec } from '../../config/router-config.js';
+import { buildLaunchArgv, buildLaunchEnv, buildStopArgv } from '../../config/templates.js';
+import { DomainError } from '../../common/errors/domain-error.js';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { PROCESS_ENV, type ProcessEnv } from '../../common/process-env.js';
+import { LauncherFactory } from '../launcher/launcher.factory.js';
+import type { ExitInfo } from '../launcher/launcher.transport.js';
+import { createEndpoint } from '../registry/replica-endpoint.js';
+import { Replica } from '../registry/replica.js';
+import { RegistryService } from '../registry/registry.service.js';
+import { FleetBook } from './fleet-book.js';
+import { LaunchRecord } from './launch-record.js';
+import { ReplicaStopper } from './replica-stopper.js';
+
+const LOG_TAIL_LINES = 20;
+
+/**
+ * Launching (SPEC §6): reserve slots synchronously, spawn through the host's transport, never wait
+ * for the model; then watch the launch (timeout, early exit) and report a failure with its log
+ * tail before stopping it. Promotion is health's job, not this one's.
+ */
+@Injectable()
+export class ReplicaLauncher {
+  constructor(
+    private readonly config: RouterConfig,
+    private readonly book: FleetBook,
+    private readonly registry: RegistryService,
+    private readonly launchers: LauncherFactory,
+    private readonly stopper: ReplicaStopper,
+    @Inject(PROCESS_ENV) private readonly env: ProcessEnv,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {}
+
+  /**
+   * Launch `count` replicas (optionally on one host). All slots are reserved first, synchronously:
+   * either every launch gets a slot or none is started (409 with the capacity).
+   */
+  async launch(count: number, hostName: string | undefined): Promise<Replica[]> {
+    if (hostName !== undefined && !this.config.hosts.some((h) => h.name === hostName)) {
+      throw new DomainError('unknown_host', `no host named '${hostName}' is declared in the config`, { capacity: this.book.slots.capacity() });
+    }
+    const reserved: Array<{ slot: SlotSpec; holder: string }> = [];
+    for (let i = 0; i < count; i++) {
+      const holder = this.book.holder('launch');
+      const r = this.book.slots.reserveNext(holder, hostName);
+      if (!r.ok) {
+        for (const x of reserved) this.book.slots.release(x.slot.name, x.holder);
+        const detail = count > 1 ? `${r.message}; cannot launch ${count} replicas (${reserved.length} slots were free)` : r.message;
+        throw new DomainError(r.code, detail, { capacity: this.book.slots.capacity() });
+      }
+      reserved.push({ slot: r.slot, holder });
+    }
+    const results = await Promise.allSettled(reserved.map((x) => this.launchInto(x.slot, x.holder)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined && results.every((r) => r.status === 'rejected')) throw failed.reason;
+    return results.filter((r): r is PromiseFulfilledResult<Replica> => r.status === 'fulfilled').map((r) => r.value);
+  }
+
+  /** The record of a replica this router launched or adopted on `slot` (adoption's entry point). */
+  recordFor(replica: Replica, host: HostSpec, slot: SlotSpec, holder: string): LaunchRecord {
+    const transport = this.launchers.forHost(host);
+    const env = transport.kind === 'local' ? buildLaunchEnv(host, slot, this.env) : buildLaunchEnv(host, slot, {});
+    const rec = new LaunchRecord(replica, host, slot, transport, buildStopArgv(host, slot), env, holder);
+    this.registry.add(replica);
+    this.book.records.set(replica.name, rec);
+    return rec;
+  }
+
+  private async launchInto(slot: SlotSpec, holder: string): Promise<Replica> {
+    const host = this.hostOf(slot);
+    const argv = buildLaunchArgv(host, slot);
+    const logPath = posix.join(host.logDir, `${slot.name}.log`);
+    const model = host.servedModelName ?? host.model;
+    const replica = new Replica(
+      slot.name,
+      'launched',
+      createEndpoint({ scheme: 'http', host: slot.address, port: slot.port }),
+      { slot: slot.name, host: host.name, devices: slot.devices, pid: null, logPath, launchedAt: new Date().toISOString(), ...(model !== undefined ? { model } : {}) },
+      { ready: false, maxInflight: host.maxInflight },
+    );
+    const rec = this.recordFor(replica, host, slot, holder);
+    try {
+      const proc = await rec.transport.launch({ slot, host, argv, env: rec.env, logPath, ...(host.workdir !== undefined ? { workdir: host.workdir } : {}) });
+      replica.placement!.pid = proc.pid;
+      proc.exited?.then((info) => this.exited(rec, info), () => undefined);
+    } catch (e) {
+      this.book.records.delete(replica.name);
+      this.registry.remove(replica.name);
+      this.book.slots.release(slot.name, holder);
+      this.book.stats.launchFailures++;
+      const msg = `launch failed: ${(e as Error).message}`;
+      this.log.error({ event: 'launch_failed', replica: slot.name, host: host.name, devices: slot.devices, err: (e as Error).message }, msg);
+      throw new DomainError('launch_failed', msg, { capacity: this.book.slots.capacity() });
+    }
+    this.book.stats.launches++;
+    this.log.info(
+      { event: 'launch', replica: slot.name, host: host.name, devices: slot.devices, pid: replica.placement!.pid, url: replica.url, log_path: logPath },
+      `launched ${slot.name} on ${host.name} (devices ${slot.devices.join(',')}); it becomes routable once healthy`,
+    );
+    this.book.persist();
+    return replica;
+  }
+
+  /** A launched process ended without being asked to: report it with its log tail, free its slot. */
+  private async exited(rec: LaunchRecord, info: ExitInfo): Promise<void> {
+    if (rec.stopRequested) return;
+    const how = info.signal !== null ? `was killed by ${info.signal}` : `exited with code ${info.code}`;
+    await this.fail(rec, `process ${how}${rec.replica.everReady ? '' : ' before becoming ready'}`, 'exits');
+  }
+
+  /** Launch-timeout and liveness job: stop replicas not ready in time; notice vanished remote ones. */
+  async checkLaunching(): Promise<void> {
+    const now = performance.now();
+    for (const rec of [...this.book.records.values()]) {
+      const r = rec.replica;
+      if (r.everReady || rec.stopRequested || r.failed) continue;
+      if (now - rec.startedAt > this.config.launchTimeoutMs) {
+        await this.fail(rec, `not ready within --launch-timeout ${this.config.launchTimeoutMs / 1000} s`, 'launchTimeouts');
+        continue;
+      }
+      const pid = r.placement?.pid;
+      if (rec.transport.kind === 'ssh' && pid != null && !(await rec.transport.isAlive(pid).catch(() => true))) {
+        // The same event as a local child exiting before it was ready (exited()): counted as `exit`.
+        await this.fail(rec, 'remote process is gone before becoming ready', 'exits');
+      }
+    }
+  }
+
+  /**
+   * Report and stop a launch that went wrong, once: two checks that overlap (a slow ssh liveness
+   * probe outlasting the check interval) or an exit racing a timeout count one event, not two.
+   */
+  private async fail(rec: LaunchRecord, reason: string, counter: 'exits' | 'launchTimeouts'): Promise<void> {
+    if (rec.failure !== undefined || rec.stopRequested) return;
+    rec.failure = reason;
+    this.book.stats[counter]++;
+    const r = rec.replica;
+    r.failed = true;
+    const logPath = r.placement!.logPath;
+    const logTail = await rec.transport.tailLog(logPath, LOG_TAIL_LINES).catch((e: Error) => [`(log unavailable: ${e.message})`]);
+    const report = { name: r.name, slot: rec.slot.name, host: rec.host.name, devices: rec.slot.devices, reason, log_path: logPath, log_tail: logTail, at: new Date().toISOString() };
+    this.book.reportFailure(report);
+    this.log.error({ event: 'replica_failed', replica: r.name, ...report }, `replica ${r.name} failed: ${reason}; log ${report.log_path}`);
+    await this.stopper.stop(rec);
+  }
+
+  hostOf(slot: SlotSpec): HostSpec {
+    const h = this.config.hosts.find((x) => x.name === slot.host);
+    if (h === undefined) throw new Error(`slot ${slot.name} names unknown host ${slot.host}`);
+    return h;
+  }
+}
