@@ -8,16 +8,3 @@ export class SystemClock extends Clock {
     return performance.now();
   }
 }
-
-/** A clock tests move by hand. */
-export class ManualClock extends Clock {
-  constructor(private t = 0) {
-    super();
-  }
-  now(): number {
-    return this.t;
-  }
-  advance(ms: number): void {
-    this.t += ms;
-  }
-}

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { ManualClock } from '../../common/clock.js';
+import { ManualClock } from '../../common/clock.fake.js';
 import { createAppLogger } from '../../common/logging/logger.js';
 import type { RouterConfig } from '../../config/router-config.js';
 import type { AffinityService } from '../affinity/affinity.service.js';
