@@ -26,11 +26,10 @@ export class SessionsController {
   @ApiOkResponse({ type: SessionCountsView })
   counts(@Query('replica') replica?: string): SessionCountsView {
     const dir = this.affinity.directory;
-    dir.sweep(this.affinity.clock.now());
     const rows = this.registry.list.filter((r) => replica === undefined || r.name === replica);
     if (replica !== undefined && rows.length === 0) throw new DomainError('unknown_replica', `no replica named '${replica}'`);
     return {
-      total: dir.size,
+      total: dir.liveCount(this.affinity.clock.now()),
       replicas: Object.fromEntries(rows.map((r) => [r.name, r.pins])),
       evictions: { lru: dir.evictedLru, ttl: dir.evictedTtl },
     };

@@ -177,8 +177,8 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
         for (const o of ops) {
           now += o.dt + 1; // strictly increasing: no ties in last use
           if (o.kind === 'pin') {
-            d.pin(`s${o.id}`, targets[o.target]!, now);
-            m.pin(`s${o.id}`, modelTargets[o.target]!, now);
+            d.pin(`s${o.id}`, targets[o.target], now);
+            m.pin(`s${o.id}`, modelTargets[o.target], now);
           } else if (o.kind === 'lookup') {
             // 'released' and 'none' both mean "no pin" (a stale entry may already be gone)
             const norm = (x: string) => (x === 'released' ? 'none' : x);
@@ -197,8 +197,8 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
             d.unpin(`s${o.id}`, now);
             m.unpin(`s${o.id}`);
           } else if (o.kind === 'release') {
-            d.release(targets[o.target]!);
-            modelTargets[o.target]!.pinEpoch++;
+            d.release(targets[o.target]);
+            modelTargets[o.target].pinEpoch++;
           } else {
             d.sweep(now);
             m.sweep(now);
@@ -207,10 +207,14 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
           {
             const liveModel = m.entries.filter((e) => e.epoch === e.target.pinEpoch).length;
             assert.equal(d.size, liveModel, 'live pins');
+            // liveCount: the pins not yet expired at `now`, read without sweeping anything.
+            const unexpired = m.entries.filter((e) => e.epoch === e.target.pinEpoch && now - e.lastUsed <= 50).length;
+            assert.equal(d.liveCount(now), unexpired, 'liveCount');
+            assert.equal(d.size, liveModel, 'liveCount changed nothing');
           }
           for (let i = 0; i < 3; i++) {
             const live = m.entries.filter((e) => e.target === modelTargets[i] && e.epoch === e.target.pinEpoch).length;
-            assert.equal(targets[i]!.pins, live, `pins of t${i}`);
+            assert.equal(targets[i].pins, live, `pins of t${i}`);
           }
         }
       }),

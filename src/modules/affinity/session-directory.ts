@@ -119,7 +119,7 @@ export class SessionDirectory<T extends PinTarget> {
     const tid = this.targetId(target);
     const s = this.map.get(id);
     if (s !== undefined) {
-      const oldTarget = this.targets[this.targetOf[s]!]!;
+      const oldTarget = this.targets[this.targetOf[s]];
       const wasLive = this.epochOf[s] === oldTarget.pinEpoch;
       if (oldTarget !== target || !wasLive) {
         this.version++;
@@ -149,7 +149,7 @@ export class SessionDirectory<T extends PinTarget> {
   /** Milliseconds since the pin was last agreed with the shared store (Infinity when never). */
   syncAge(id: string, now: number): number {
     const s = this.map.get(id);
-    return s === undefined || this.syncedAtOf === undefined ? Infinity : now - this.syncedAtOf[s]!;
+    return s === undefined || this.syncedAtOf === undefined ? Infinity : now - this.syncedAtOf[s];
   }
 
   markSynced(id: string, now: number): void {
@@ -164,7 +164,7 @@ export class SessionDirectory<T extends PinTarget> {
     const s = this.map.get(id);
     if (s === undefined) return false;
     this.version++;
-    const live = this.isLive(s) && now - this.lastUsedOf[s]! <= this.ttlMs;
+    const live = this.isLive(s) && now - this.lastUsedOf[s] <= this.ttlMs;
     this.drop(s);
     return live;
   }
@@ -177,6 +177,20 @@ export class SessionDirectory<T extends PinTarget> {
     target.pinEpoch++;
   }
 
+  /**
+   * Live pins at `now`, without changing anything (a read for /health, /metrics and the admin
+   * API): `size` less the expired entries the next sweep will drop. O(expired).
+   */
+  liveCount(now: number): number {
+    let expired = 0;
+    for (let s = this.head; s >= 0; s = this.nextOf[s]!) {
+      if (!this.isLive(s)) continue;
+      if (now - this.lastUsedOf[s] <= this.ttlMs) break;
+      expired++;
+    }
+    return this.size - expired;
+  }
+
   /** Drop expired entries (and stale ones met on the way) from the head; O(removed). */
   sweep(now: number): number {
     let removed = 0;
@@ -184,7 +198,7 @@ export class SessionDirectory<T extends PinTarget> {
       const s = this.head;
       if (!this.isLive(s)) {
         this.drop(s);
-      } else if (now - this.lastUsedOf[s]! > this.ttlMs) {
+      } else if (now - this.lastUsedOf[s] > this.ttlMs) {
         this.evictedTtl++;
         this.drop(s);
       } else {
@@ -222,7 +236,7 @@ export class SessionDirectory<T extends PinTarget> {
     while ((this.map.size - this.stale > this.maxSessions || this.map.size > 2 * this.maxSessions) && this.head >= 0) {
       const s = this.head;
       if (this.isLive(s)) {
-        if (now - this.lastUsedOf[s]! > this.ttlMs) this.evictedTtl++;
+        if (now - this.lastUsedOf[s] > this.ttlMs) this.evictedTtl++;
         else this.evictedLru++;
       }
       this.drop(s);
@@ -238,8 +252,8 @@ export class SessionDirectory<T extends PinTarget> {
   }
 
   private unlink(s: number): void {
-    const p = this.prevOf[s]!;
-    const n = this.nextOf[s]!;
+    const p = this.prevOf[s];
+    const n = this.nextOf[s];
     if (p >= 0) this.nextOf[p] = n;
     else this.head = n;
     if (n >= 0) this.prevOf[n] = p;
@@ -253,19 +267,19 @@ export class SessionDirectory<T extends PinTarget> {
   }
 
   private statusOf(s: number, now: number): PinLookup<T> {
-    const target = this.targets[this.targetOf[s]!]!;
+    const target = this.targets[this.targetOf[s]];
     if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
-    const lastUsed = this.lastUsedOf[s]!;
+    const lastUsed = this.lastUsedOf[s];
     if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
     return { status: 'live', target, lastUsed };
   }
 
   private isLive(s: number): boolean {
-    return this.epochOf[s] === this.targets[this.targetOf[s]!]!.pinEpoch;
+    return this.epochOf[s] === this.targets[this.targetOf[s]].pinEpoch;
   }
 
   private drop(s: number): void {
-    this.map.delete(this.idOf[s]!);
+    this.map.delete(this.idOf[s]);
     this.idOf[s] = '';
     this.unlink(s);
     this.forget(s);
@@ -274,7 +288,7 @@ export class SessionDirectory<T extends PinTarget> {
 
   /** Account for an entry leaving its target (removed or re-pointed). */
   private forget(s: number): void {
-    const t = this.targets[this.targetOf[s]!]!;
+    const t = this.targets[this.targetOf[s]];
     if (this.epochOf[s] === t.pinEpoch) t.pins--;
     else this.stale--;
   }

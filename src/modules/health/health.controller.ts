@@ -22,7 +22,6 @@ export class HealthController {
   @Get('health')
   health(@Res({ passthrough: true }) reply: FastifyReply): Record<string, unknown> {
     const dir = this.affinity.directory;
-    dir.sweep(this.affinity.clock.now());
     const replicas = this.registry.list;
     const ready = this.registry.routableCount();
     void reply.status(ready > 0 ? 200 : 503);
@@ -30,7 +29,7 @@ export class HealthController {
       status: ready > 0 ? 'ok' : 'no_replicas',
       replicas_ready: ready,
       replicas_total: replicas.length,
-      sessions: dir.size,
+      sessions: dir.liveCount(this.affinity.clock.now()),
       routed: replicas.reduce((n, r) => n + r.routed, 0),
       affinity_hits: this.routing.affinityHits,
       rejected: this.routing.rejected,

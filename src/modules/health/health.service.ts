@@ -50,13 +50,12 @@ export class HealthService {
 
   /** One poll of every replica, spread over a tenth of the interval, bounded concurrency. */
   async tick(): Promise<void> {
-    this.affinity.directory.sweep(this.affinity.clock.now());
     const due = this.registry.list.filter((r) => !this.inFlight.has(r) && !r.stopping);
     const spread = Math.min(this.settings.intervalMs / 10, 500);
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < due.length) {
-        const r = due[next++]!;
+        const r = due[next++];
         if (spread > 0 && due.length > 1) await delay(Math.random() * spread);
         await this.check(r);
       }

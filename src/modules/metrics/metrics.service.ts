@@ -133,8 +133,7 @@ export class MetricsService {
       help: 'Live sessions in the directory.',
       registers: [reg],
       collect() {
-        affinity.directory.sweep(affinity.clock.now());
-        this.set(affinity.directory.size);
+        this.set(affinity.directory.liveCount(affinity.clock.now()));
       },
     });
     monotonic(reg, `${P}session_evictions_total`, 'Sessions dropped from the directory, by cause (lru: over --max-sessions; ttl: idle past --session-ttl).', 'cause', () => ({

@@ -1,0 +1,40 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { AffinityService } from './affinity.service.js';
+
+const JOB = 'session-sweep';
+/** Expired pins leave the directory (and the per-replica counts) at most this long after their TTL. */
+const SWEEP_EVERY_MS = 1_000;
+
+/**
+ * The directory's TTL sweep: the only code that drops expired sessions, once a second. Reads
+ * (/health, /metrics, the admin API) count live pins without sweeping, so a GET never changes state.
+ */
+@Injectable()
+export class AffinityJobs implements OnApplicationBootstrap, OnApplicationShutdown {
+  constructor(
+    private readonly affinity: AffinityService,
+    private readonly scheduler: SchedulerRegistry,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const handle = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
+    handle.unref();
+    this.scheduler.addInterval(JOB, handle);
+  }
+
+  onApplicationShutdown(): void {
+    if (this.scheduler.doesExist('interval', JOB)) this.scheduler.deleteInterval(JOB);
+  }
+
+  private sweep(): void {
+    try {
+      this.affinity.directory.sweep(this.affinity.clock.now());
+    } catch (e) {
+      this.log.error({ err: e }, 'session sweep failed');
+    }
+  }
+}
