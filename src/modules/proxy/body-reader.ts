@@ -34,7 +34,7 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRe
     };
     const onEnd = (): void => {
       cleanup();
-      resolve({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+      resolve({ ok: true, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size) });
     };
     const onAbort = (): void => {
       cleanup();

@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
@@ -13,15 +12,16 @@ import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { RoutingService } from '../routing/routing.service.js';
-import { AdmissionService, type Routed, type Waiter } from '../routing/admission.service.js';
+import { AdmissionService, type Routed } from '../routing/admission.service.js';
 import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { affinityHeader } from '../routing/routing.policy.js';
 import { readBody } from './body-reader.js';
-import { copyEndToEnd } from './hop-by-hop.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
-import { sendRouterError, streamErrorEvent, type RouterErrorCode } from './router-error.js';
+import { answerInternalError, cutExchange, failExchange, queuedExchange } from './exchange-end.js';
+import { relayBody } from './relay.js';
+import { responseHeaders, upstreamHeaders } from './forward-headers.js';
 
 /**
  * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
@@ -55,12 +55,12 @@ export class DataPlaneService {
 
   /**
    * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise
-   * floating: a throw anywhere in handle() is a router bug, answered by internalError() while the
+   * floating: a throw anywhere in handle() is a router bug, answered by answerInternalError() while the
    * server goes on serving the next request.
    */
   serve(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(req, res);
-    this.handle(ex).catch((err: unknown) => this.internalError(ex, err));
+    this.handle(ex).catch((err: unknown) => answerInternalError(ex, err, this.internalErrors, this.log));
   }
 
   /** One `/v1/` request, from arrival to the end of the response. */
@@ -72,7 +72,7 @@ export class DataPlaneService {
     if (this.lifecycle.stopping) {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       res.setHeader('connection', 'close');
-      return this.fail(ex, 'shutting_down', 'rejected');
+      return failExchange(ex, 'shutting_down', 'rejected');
     }
     const url = req.url ?? '/';
     if (req.method === 'GET' && (url === '/v1/models' || url.startsWith('/v1/models?'))) {
@@ -85,7 +85,7 @@ export class DataPlaneService {
       if (read.reason === 'aborted') return void ex.end('client_abort');
       res.setHeader('connection', 'close');
       res.once('finish', () => req.socket.destroySoon());
-      return this.fail(ex, 'body_too_large', 'rejected', `request body is larger than the router accepts (${this.config.maxBodyBytes} bytes)`);
+      return failExchange(ex, 'body_too_large', 'rejected', `request body is larger than the router accepts (${this.config.maxBodyBytes} bytes)`);
     }
     ex.body = read.body;
     ex.bytesIn = read.body.length;
@@ -95,7 +95,7 @@ export class DataPlaneService {
     if (ex.closed) return;
     const d = this.routing.route(ex.session.id, publish);
     if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
-    if (d.kind === 'none') return this.fail(ex, 'no_replica_available', 'no_replica');
+    if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica');
     this.send(ex, d);
   }
 
@@ -107,21 +107,9 @@ export class DataPlaneService {
 
   /** Every candidate is at its max_inflight: wait in the admission queue (SPEC §3), or 503 at once. */
   private wait(ex: Exchange, sessionId: string, publish: boolean): void {
-    const waiter: Waiter = {
-      sessionId,
-      publish,
-      admit: (d) => this.send(ex, d),
-      refuse: (why) => {
-        if (why === 'no_replica') return this.fail(ex, 'no_replica_available', 'no_replica');
-        if (why === 'shutdown') {
-          ex.res.setHeader('connection', 'close');
-          return this.fail(ex, 'shutting_down', 'rejected');
-        }
-        this.fail(ex, 'overloaded', 'rejected', `no replica had room within the router's queue timeout (${this.admission.timeoutSeconds} s)`);
-      },
-    };
+    const waiter = queuedExchange(ex, sessionId, publish, (d) => this.send(ex, d), this.admission.timeoutSeconds);
     if (!this.admission.enqueue(waiter)) {
-      return this.fail(ex, 'overloaded', 'rejected', `every replica is at its max_inflight and the router's queue is full (${this.config.queueMax} requests)`);
+      return failExchange(ex, 'overloaded', 'rejected', `every replica is at its max_inflight and the router's queue is full (${this.config.queueMax} requests)`);
     }
     ex.waiter = waiter;
   }
@@ -196,28 +184,7 @@ export class DataPlaneService {
       res.flushHeaders();
       ex.clientFirstByteAt = performance.now();
     }
-    // Relay by hand rather than pipe(): one listener does the accounting and the write, and the
-    // client's back-pressure pauses the replica's socket.
-    proxyRes.on('data', (c: Buffer) => {
-      if (res.writableEnded || res.destroyed) return;
-      if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
-      ex.bytesOut += c.length;
-      if (ex.stream) {
-        const now = performance.now();
-        if (ex.lastChunkAt > 0) this.observer.chunkGap((now - ex.lastChunkAt) / 1000);
-        else ex.firstChunkAt = now;
-        ex.lastChunkAt = now;
-        ex.timer?.refresh();
-        ex.tail = c.length >= 2 ? c.toString('latin1', c.length - 2) : ex.tail.slice(-1) + c.toString('latin1');
-      }
-      if (!res.write(c)) {
-        proxyRes.pause();
-        res.once('drain', () => proxyRes.resume());
-      }
-    });
-    proxyRes.once('end', () => {
-      if (!res.writableEnded && !res.destroyed) res.end();
-    });
+    relayBody(ex, proxyRes, (seconds) => this.observer.chunkGap(seconds));
     proxyRes.on('error', () => undefined); // the 'close' check below decides
     proxyRes.once('close', () => {
       if (proxyRes.complete) {
@@ -260,10 +227,10 @@ export class DataPlaneService {
     } else if (refused) {
       signal();
     }
-    if (refused || staleReuse) return this.fail(ex, 'replica_unreachable', 'upstream_error', `replica ${r.name} is unreachable: ${err.message}`);
+    if (refused || staleReuse) return failExchange(ex, 'replica_unreachable', 'upstream_error', `replica ${r.name} is unreachable: ${err.message}`);
     if (!ex.res.headersSent) {
       this.health.upstreamFailed(r, err.message);
-      return this.fail(ex, 'replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
+      return failExchange(ex, 'replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
     }
     this.broken(ex, 'replica_disconnected', err.message);
   }
@@ -275,8 +242,8 @@ export class DataPlaneService {
     const msg = which === 'request' ? `no complete answer within ${ms} ms` : `no data from the replica for ${ms} ms`;
     ex.end('upstream_timeout', msg);
     ex.proxyReq?.destroy();
-    if (!ex.res.headersSent) return this.fail(ex, 'replica_timeout', 'upstream_timeout', `replica ${ex.replica?.name} timed out: ${msg}`);
-    this.cut(ex, 'replica_timeout', msg);
+    if (!ex.res.headersSent) return failExchange(ex, 'replica_timeout', 'upstream_timeout', `replica ${ex.replica?.name} timed out: ${msg}`);
+    cutExchange(ex, 'replica_timeout', msg);
   }
 
   /** The fleet cut the exchange (drain timeout): same client view as a replica that went away. */
@@ -284,8 +251,8 @@ export class DataPlaneService {
     if (ex.cause !== undefined || ex.res.destroyed) return;
     ex.end('upstream_error', reason);
     ex.proxyReq?.destroy();
-    if (!ex.res.headersSent) return this.fail(ex, 'replica_disconnected', 'upstream_error', reason);
-    this.cut(ex, 'replica_disconnected', reason);
+    if (!ex.res.headersSent) return failExchange(ex, 'replica_disconnected', 'upstream_error', reason);
+    cutExchange(ex, 'replica_disconnected', reason);
   }
 
   /** The upstream broke after the response started. */
@@ -293,48 +260,7 @@ export class DataPlaneService {
     if (ex.cause !== undefined || ex.res.destroyed) return;
     ex.end('upstream_error', message);
     if (ex.replica) this.health.upstreamFailed(ex.replica, message);
-    this.cut(ex, code, message);
-  }
-
-  /**
-   * End a response that already started so that it never looks complete: a stream gets one final
-   * error event and no [DONE]; any other body is closed abruptly.
-   */
-  private cut(ex: Exchange, code: 'replica_disconnected' | 'replica_timeout', message: string): void {
-    ex.clearTimer();
-    if (ex.stream && !ex.res.writableEnded) {
-      const sep = ex.tail.endsWith('\n\n') || ex.bytesOut === 0 ? '' : '\n\n';
-      ex.res.end(sep + streamErrorEvent(code, message));
-    } else {
-      ex.res.destroy();
-    }
-  }
-
-  /**
-   * handle() threw. Logged with the request id and counted
-   * (`affinity_router_internal_errors_total{source="data_plane"}`); the client gets a 500
-   * `internal_error` in the OpenAI error shape, naming only the request id, or a cut connection if
-   * the response had started. The close handler then settles the exchange as for any request, with
-   * the cause `internal_error`.
-   */
-  private internalError(ex: Exchange, err: unknown): void {
-    const count = this.internalErrors.record('data_plane');
-    this.log.error({ event: 'internal_error', source: 'data_plane', reqId: ex.id, method: ex.req.method, path: ex.req.url, count, err }, 'internal error while handling a request');
-    try {
-      ex.proxyReq?.destroy();
-      this.fail(ex, 'internal_error', 'internal_error', `internal router error (request id ${ex.id})`);
-    } catch {
-      ex.res.destroy();
-    }
-  }
-
-  /** Answer with a router error and record the cause. */
-  private fail(ex: Exchange, code: RouterErrorCode, cause: Exchange['cause'] & string, message?: string): void {
-    ex.clearTimer();
-    ex.end(cause, message);
-    if (ex.res.headersSent) return void ex.res.destroy();
-    sendRouterError(ex.res, code, ex.routerHeaders(), message);
-    ex.status = ex.res.statusCode;
+    cutExchange(ex, code, message);
   }
 
   /** The client side is closed (finished or gone): settle everything exactly once. */
@@ -362,39 +288,4 @@ export class DataPlaneService {
       this.admission.pump();
     }
   }
-}
-
-/**
- * The request headers sent to the replica: the client's minus hop-by-hop ones, `host` set to the
- * replica (the engine sees its own address), `X-Forwarded-*` appended, the resolved session and
- * request ids, and the length of the buffered body.
- */
-function upstreamHeaders(ex: Exchange, hostHeader: string): OutgoingHttpHeaders {
-  const req = ex.req;
-  const inHeaders = req.headers;
-  const out = copyEndToEnd(inHeaders, {});
-  const clientHost = inHeaders.host;
-  const encrypted = (req.socket as TLSSocket).encrypted === true;
-  const port = clientHost !== undefined ? /:(\d+)$/.exec(clientHost)?.[1] : undefined;
-  appendForwarded(out, 'x-forwarded-for', req.socket.remoteAddress ?? '');
-  appendForwarded(out, 'x-forwarded-port', port ?? (encrypted ? '443' : '80'));
-  appendForwarded(out, 'x-forwarded-proto', encrypted ? 'https' : 'http');
-  out['x-forwarded-host'] = inHeaders['x-forwarded-host'] ?? clientHost ?? '';
-  out.host = hostHeader;
-  out['x-session-id'] = ex.session!.id;
-  out['x-request-id'] = ex.id;
-  const length = ex.body!.length;
-  if (length > 0 || (req.method !== 'GET' && req.method !== 'HEAD')) out['content-length'] = length;
-  else delete out['content-length'];
-  return out;
-}
-
-function appendForwarded(h: OutgoingHttpHeaders, name: string, value: string): void {
-  const prior = h[name];
-  h[name] = prior === undefined ? value : `${String(prior)},${value}`;
-}
-
-/** The replica's response headers minus hop-by-hop ones, plus the router's own (SPEC §3). */
-function responseHeaders(proxyRes: IncomingMessage, ex: Exchange): OutgoingHttpHeaders {
-  return Object.assign(copyEndToEnd(proxyRes.headers, {}), ex.routerHeaders());
 }

@@ -1,0 +1,33 @@
+import type { IncomingMessage } from 'node:http';
+import type { Exchange } from './exchange.js';
+
+/**
+ * Relay a replica's response body to the client as it arrives, never buffered (SPEC §3), keeping
+ * the exchange's byte and timing marks and refreshing a stream's idle timer on every chunk. The
+ * caller wrote the headers; this ends the client response when the replica's ends.
+ */
+export function relayBody(ex: Exchange, proxyRes: IncomingMessage, chunkGap: (seconds: number) => void): void {
+  const res = ex.res;
+  // Relay by hand rather than pipe(): one listener does the accounting and the write, and the
+  // client's back-pressure pauses the replica's socket.
+  proxyRes.on('data', (c: Buffer) => {
+    if (res.writableEnded || res.destroyed) return;
+    if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
+    ex.bytesOut += c.length;
+    if (ex.stream) {
+      const now = performance.now();
+      if (ex.lastChunkAt > 0) chunkGap((now - ex.lastChunkAt) / 1000);
+      else ex.firstChunkAt = now;
+      ex.lastChunkAt = now;
+      ex.timer?.refresh();
+      ex.tail = c.length >= 2 ? c.toString('latin1', c.length - 2) : ex.tail.slice(-1) + c.toString('latin1');
+    }
+    if (!res.write(c)) {
+      proxyRes.pause();
+      res.once('drain', () => proxyRes.resume());
+    }
+  });
+  proxyRes.once('end', () => {
+    if (!res.writableEnded && !res.destroyed) res.end();
+  });
+}
