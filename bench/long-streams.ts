@@ -67,7 +67,9 @@ async function measure(ctx: BenchContext, base: string, pid: number): Promise<Lo
   let peakFds = 0;
   let anyDone = false;
   const finished = Promise.all(streams.map((s) => s.finished));
-  void Promise.race(streams.map((s) => s.finished)).then(() => (anyDone = true));
+  // Done either way: a stream that fails also ends the sampling; its error surfaces at `await finished`.
+  const done = (): boolean => (anyDone = true);
+  Promise.race(streams.map((s) => s.finished)).then(done, done);
   // Sample while every stream is still open (until the first one ends).
   while (!anyDone) {
     const s = procStats(pid);

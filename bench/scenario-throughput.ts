@@ -63,7 +63,7 @@ function targets(ctx: BenchContext, sims: readonly SimProcess[]): Target[] {
   const ports = sims.map((s) => s.port);
   const { nginx, haproxy } = ctx.tools;
   return [
-    { name: 'direct', start: async () => ({ url: sims[0]?.url ?? '', stop: async () => undefined }) },
+    { name: 'direct', start: () => Promise.resolve({ url: sims[0]?.url ?? '', stop: () => Promise.resolve() }) },
     { name: 'router', start: () => startRouter(ctx, sims) },
     nginx === null
       ? { name: 'nginx', skip: 'nginx is not installed: its row is skipped (`apt-get install -y nginx`).' }

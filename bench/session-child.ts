@@ -72,7 +72,7 @@ function main(): void {
   const base = process.memoryUsage();
   const dir = new SessionDirectory<PinTarget>(600_000, sessions);
   const t0 = performance.now();
-  for (let i = 0; i < sessions; i++) dir.pin(sessionId(i), targets[i & 3]!, performance.now());
+  for (let i = 0; i < sessions; i++) dir.pin(sessionId(i), targets[i & 3], performance.now());
   const insertNs = ((performance.now() - t0) * 1e6) / sessions;
   gcNow();
   const filled = process.memoryUsage();
@@ -110,7 +110,7 @@ function main(): void {
   const lookupMedianNs = (passes[1] ?? NaN) - idNs;
   // Baseline: the bare Map work a move-to-back LRU touch needs (get, delete, set), same ids.
   const bare = new Map<string, { target: PinTarget; lastUsed: number }>();
-  for (let i = 0; i < sessions; i++) bare.set(sessionId(i), { target: targets[i & 3]!, lastUsed: performance.now() });
+  for (let i = 0; i < sessions; i++) bare.set(sessionId(i), { target: targets[i & 3], lastUsed: performance.now() });
   const bareTouch: Op = (id, now) => {
     const v = bare.get(id);
     if (v === undefined) throw new Error(`bare map lost ${id}`);

@@ -39,7 +39,7 @@ const argv = ['--config', 'config/demo.json', '--host', '127.0.0.1', '--port', '
 // The address printed is the one the router will listen on, read by the router's own loader
 // (a bad flag exits 2 here, exactly as main.js would, before any banner).
 const config = loadConfigOrExit(argv, process.env);
-process.argv = [process.argv[0]!, join(here, 'main.js'), ...argv];
+process.argv = [process.argv[0], join(here, 'main.js'), ...argv];
 
 const url = clientUrl(config.listenHost, config.listenPort);
 process.stdout.write(`

@@ -35,14 +35,34 @@ export function formatConfigProblems(problems: readonly ConfigProblem[]): string
  */
 export function showValue(value: unknown): string {
   if (value === undefined) return 'nothing';
-  let text: string;
+  let text: string | undefined;
   try {
     text = typeof value === 'number' && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
   } catch {
-    text = String(value);
+    // A cyclic object or a bigint; nothing a JSON or YAML config can hold.
   }
-  if (text === undefined) text = String(value);
+  text ??= plainText(value);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** What JSON.stringify cannot show (a function, symbol, bigint or cyclic object), named by its type. */
+function plainText(value: unknown): string {
+  switch (typeof value) {
+    case 'bigint':
+    case 'boolean':
+    case 'number':
+      return String(value);
+    case 'string':
+      return value;
+    case 'symbol':
+      return value.toString();
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'a function';
+    default:
+      return 'an object that is not JSON';
+  }
 }
 
 /** Formats an object key as a path step: `.name` for identifier-like keys, `["a b"]` otherwise. */

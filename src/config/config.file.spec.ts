@@ -99,9 +99,9 @@ describe('config file: format', () => {
 describe('config file: max_inflight', () => {
   it('takes max_inflight on a replica and on a host, and refuses one below 1', () => {
     const config = load({ replicas: [replica({ port: 7001, max_inflight: 4 })], hosts: [host({ max_inflight: 256 })] });
-    assert.equal(config.replicas[0]!.maxInflight, 4);
-    assert.equal(config.hosts[0]!.maxInflight, 256);
-    assert.equal(load({ replicas: [replica()] }).replicas[0]!.maxInflight, undefined);
+    assert.equal(config.replicas[0].maxInflight, 4);
+    assert.equal(config.hosts[0].maxInflight, 256);
+    assert.equal(load({ replicas: [replica()] }).replicas[0].maxInflight, undefined);
     rejects({ replicas: [replica({ max_inflight: 0 })] }, 'replicas[0].max_inflight', /integer >= 1, got 0/);
     rejects({ hosts: [host({ max_inflight: 1.5 })] }, 'hosts[0].max_inflight', /integer >= 1, got 1.5/);
   });

@@ -151,7 +151,7 @@ describe('config file: hosts', () => {
 
   it('passes serve_args literally, as pypto-serving-router did: JSON braces need no escaping', () => {
     const config = load({ hosts: [host({ serve_args: ['--cfg', '{"a": 1}', '{port'] })] });
-    assert.deepEqual(buildLaunchArgv(config.hosts[0]!, config.slots[0]!).slice(-3), ['--cfg', '{"a": 1}', '{port']);
+    assert.deepEqual(buildLaunchArgv(config.hosts[0], config.slots[0]).slice(-3), ['--cfg', '{"a": 1}', '{port']);
   });
 
   it('warns that serve_args are unused next to a command', () => {

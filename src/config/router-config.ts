@@ -129,11 +129,16 @@ export interface RouterConfigFields {
   readonly warnings: readonly string[];
 }
 
-/** Injection token and value: the validated configuration. */
+/**
+ * Injection token and value: the validated configuration. The class is the token (a constructor
+ * parameter typed RouterConfig resolves to it through the decorator metadata, which a type alias
+ * would not give); the interface of the same name gives it the fields, all set by the constructor.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the DI token above; the constructor assigns every field the interface declares
 export class RouterConfig {
   constructor(fields: RouterConfigFields) {
     Object.assign(this, fields);
   }
 }
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the fields of the class above (declaration merging)
 export interface RouterConfig extends RouterConfigFields {}

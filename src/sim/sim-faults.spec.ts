@@ -104,7 +104,7 @@ describe('simulator faults', () => {
   it('hang body: a non-stream answer sends headers and half its body, then stalls', async () => {
     await sim.setFaults({ hang: 'body' });
     const ex = rawExchange(`${sim.url}/v1/chat/completions`, chatBody());
-    await pollUntil('half the body', async () => ex.seen, (s) => s.length > 0 && s.bytes === Math.floor(s.length / 2));
+    await pollUntil('half the body', () => Promise.resolve(ex.seen), (s) => s.length > 0 && s.bytes === Math.floor(s.length / 2));
     assert.equal(ex.seen.status, 200);
     assert.equal(ex.seen.ended, null);
     ex.abort();
@@ -136,7 +136,7 @@ describe('simulator faults', () => {
     await sim.setFaults({ reset_after_chunks: 0 });
     await assert.rejects(simRequest(`${sim.url}/v1/chat/completions`, { method: 'POST', body: chatBody() }), /aborted|socket hang up|ECONNRESET/);
     const ex = rawExchange(`${sim.url}/v1/chat/completions`, chatBody());
-    await pollUntil('closed', async () => ex.seen, (s) => s.ended !== null);
+    await pollUntil('closed', () => Promise.resolve(ex.seen), (s) => s.ended !== null);
     assert.equal(ex.seen.ended, 'error');
     assert.ok(ex.seen.bytes < ex.seen.length, `${ex.seen.bytes} of ${ex.seen.length} bytes`);
   });

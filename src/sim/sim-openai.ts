@@ -46,7 +46,7 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   const parts: string[] = [];
-  for (const part of content) {
+  for (const part of content as unknown[]) {
     if (typeof part === 'string') parts.push(part);
     else if (typeof part === 'object' && part !== null && 'text' in part) {
       const text: unknown = part.text;
@@ -72,7 +72,7 @@ export function promptText(kind: CompletionKind, body: Record<string, unknown>):
   const messages = body.messages;
   if (!Array.isArray(messages)) return '';
   const parts: string[] = [];
-  for (const message of messages) {
+  for (const message of messages as unknown[]) {
     if (typeof message !== 'object' || message === null) continue;
     const role: unknown = 'role' in message ? message.role : undefined;
     if (typeof role === 'string') parts.push(role);

@@ -80,7 +80,7 @@ describe('admin API auth, validation and audit (SPEC §8)', () => {
       const end = router.logs().indexOf(await waitFor(() => router.logs().find((l) => l['event'] === 'audit' && String(l['what']).includes(marker)), 5_000, 'the marker audit line'));
       const lines = router.logs().slice(start, end).filter((l) => l['event'] === 'audit');
       assert.equal(lines.length, 1, `${method} ${path} (${status}) wrote ${lines.length} audit lines: ${JSON.stringify(lines)}`);
-      return lines[0]!;
+      return lines[0];
     };
     const tokenId = /^[0-9a-f]{12}$/;
 

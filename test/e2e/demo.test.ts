@@ -95,8 +95,8 @@ describe('npm start: the demo', () => {
     demo = child;
     let out = '';
     let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
     const why = (): string => `\nstdout:\n${out.slice(-3000)}\nstderr:\n${err.slice(-3000)}`;
 
@@ -104,14 +104,14 @@ describe('npm start: the demo', () => {
     assert.notEqual(banner, 'exited', `the demo exited before printing its URL${why()}`);
     const [, url, token] = banner as RegExpExecArray;
     assert.equal(url, `http://${host}:${port}`, 'printed URL');
-    assert.match(token!, /^[0-9a-f]{24}$/);
+    assert.match(token, /^[0-9a-f]{24}$/);
 
     // A chat request to the printed URL, answered by a simulator the demo launched (503 until one
     // has loaded and passed a health poll).
     const chat = Buffer.from(JSON.stringify({ model: 'sim-model', session_id: 'demo-1', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }));
     const r = await waitFor(
       async () => {
-        const res = await simRequest(`${url!}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat }).catch(() => undefined);
+        const res = await simRequest(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat }).catch(() => undefined);
         return res?.status === 200 ? res : undefined;
       },
       15_000,
@@ -122,7 +122,7 @@ describe('npm start: the demo', () => {
     assert.equal((JSON.parse(r.body.toString()) as { object: string }).object, 'chat.completion');
 
     // The launched simulators, from the admin API with the printed token.
-    const list = await adminCall({ url: url! }, 'GET', '/replicas', { token: token! });
+    const list = await adminCall({ url: url }, 'GET', '/replicas', { token: token });
     assert.equal(list.status, 200);
     const launched = (list.body.replicas as Array<{ name: string; pid: number | null; kind: string }>).filter((x) => x.kind === 'launched');
     assert.deepEqual(launched.map((x) => x.name).sort(), ['demo-d0', 'demo-d1']);

@@ -29,6 +29,13 @@ const SETTING_ENVS = new Set([...FLAGS.map((f) => f.env), 'ROUTER_ADMIN_TOKEN', 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A scalar of a manifest as text; anything else fails the test, naming where it is. */
+function scalar(v: unknown, where: string): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  assert.fail(`${where}: expected a string, got ${JSON.stringify(v)}`);
+}
+
 /** The value at a dotted path (`spec.template.spec`), or an error naming what is missing where. */
 function at(root: unknown, path: string, where: string): unknown {
   let cur = root;
@@ -90,9 +97,9 @@ function parseDockerfile(text: string): Instruction[] {
     const m = /^(\S+)\s*(.*)$/.exec(pending);
     pending = '';
     if (m === null) continue;
-    const op = m[1]!.toUpperCase();
+    const op = m[1].toUpperCase();
     if (op === 'FROM') stage += 1;
-    out.push({ op, args: m[2]!, stage });
+    out.push({ op, args: m[2], stage });
   }
   return out;
 }
@@ -116,7 +123,7 @@ const manifests = loadManifests();
 const one = (kind: string): Resource => {
   const found = manifests.filter((r) => r.kind === kind);
   assert.equal(found.length, 1, `deploy/k8s must declare exactly one ${kind} (found ${found.length})`);
-  return found[0]!;
+  return found[0];
 };
 const deployment = one('Deployment');
 const service = one('Service');
@@ -160,7 +167,7 @@ function containerEnv(): Record<string, string> {
   for (const e of listAt(container, 'env', deployment.file).filter(isObj)) {
     const name = String(e['name']);
     const where = `${deployment.file}: env ${name}`;
-    if (e['value'] !== undefined) env[name] = String(e['value']);
+    if (e['value'] !== undefined) env[name] = scalar(e['value'], where);
     else if (isObj(e['valueFrom']) && isObj(e['valueFrom']['secretKeyRef'])) {
       const ref = e['valueFrom']['secretKeyRef'];
       env[name] = keyOf(referenced('Secret', ref['name'], where), String(ref['key']), where);
@@ -250,7 +257,7 @@ describe('deploy/k8s manifests match the app', () => {
   it('configure the ingress for long streams and the --max-body limit', () => {
     const cfg = containerConfig();
     const ann = objAt(ingress.body, 'metadata.annotations', ingress.file);
-    const a = (k: string): string => String(ann[`nginx.ingress.kubernetes.io/${k}`] ?? '');
+    const a = (k: string): string => scalar(ann[`nginx.ingress.kubernetes.io/${k}`] ?? '', `${ingress.file}: annotation ${k}`);
     const longest = Math.max(cfg.requestTimeoutMs, cfg.streamIdleTimeoutMs) / 1000;
     assert.ok(Number(a('proxy-read-timeout')) >= longest, `proxy-read-timeout "${a('proxy-read-timeout')}" must be >= ${longest} s`);
     assert.ok(Number(a('proxy-send-timeout')) >= longest, `proxy-send-timeout "${a('proxy-send-timeout')}" must be >= ${longest} s`);
@@ -303,7 +310,7 @@ describe('deploy probe paths are real routes of a running router', () => {
     const health = inFinal('HEALTHCHECK').at(-1);
     if (health !== undefined) paths.add(/'(\/[A-Za-z0-9_-]+)'/.exec(health.args)?.[1] ?? 'HEALTHCHECK without a path');
     const scrape = objAt(deployment.body, 'spec.template.metadata.annotations', deployment.file)['prometheus.io/path'];
-    if (scrape !== undefined) paths.add(String(scrape));
+    if (scrape !== undefined) paths.add(scalar(scrape, `${deployment.file}: prometheus.io/path`));
     await waitFor(async () => (await simRequest(`${router.url}/readyz`)).status === 200, 10_000, '/readyz 200');
     for (const p of paths) assert.equal((await simRequest(`${router.url}${p}`)).status, 200, `GET ${p}`);
   });

@@ -47,7 +47,10 @@ describe('router process lifecycle (SPEC §6)', () => {
     assert.equal((await simRequest(`${router.url}/readyz`)).status, 200);
     const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat({ stream: true, max_tokens: 40 }) });
     let finished = false;
-    void s.done.then(() => (finished = true));
+    s.done.then(
+      () => (finished = true),
+      () => (finished = true),
+    );
     await s.waitForEvents(1);
     router.child.kill('SIGTERM');
     const ready = await waitFor(async () => {
@@ -87,8 +90,8 @@ describe('router process lifecycle (SPEC §6)', () => {
       const child = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', '--config', cfg, '--state-file', state, '--initial-replicas', '1', '--health-timeout', '3'], { env: { ...process.env, ...ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
       await probing;
       assert.equal(out.includes('"event":"listening"'), false, 'still starting when the signal is sent');

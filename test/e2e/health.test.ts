@@ -63,7 +63,7 @@ describe('health and failover (SPEC §5)', () => {
       assert.equal(await ready(router, 'dead'), false);
       const unready = router.logs().filter((l) => l['event'] === 'unready');
       assert.deepEqual(unready.map((l) => l['replica']), ['dead']);
-      assert.match(String(unready[0]!['reason']), /^connect failed: .*ECONNREFUSED/);
+      assert.match(String(unready[0]['reason']), /^connect failed: .*ECONNREFUSED/);
       for (let i = 0; i < 5; i++) assert.equal((await post(router)).headers['x-replica-name'], 'good');
       assert.equal(router.outstanding('dead'), 0);
       assert.equal(router.outstanding('good'), 0);
@@ -154,7 +154,7 @@ describe('health and failover (SPEC §5)', () => {
     try {
       const list = await adminCall(router, 'GET', '/replicas');
       assert.equal(list.status, 200);
-      const view = (list.body.replicas as Array<{ name: string; ready: boolean; state: string; kind: string }>)[0]!;
+      const view = (list.body.replicas as Array<{ name: string; ready: boolean; state: string; kind: string }>)[0];
       assert.deepEqual([view.name, view.kind, view.ready, view.state], ['fresh', 'static', true, 'ready']);
       assert.equal((await simRequest(`${router.url}/readyz`)).status, 200);
       assert.equal((await health(router)).body.replicas_ready, 1);

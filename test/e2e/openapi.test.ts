@@ -36,7 +36,7 @@ function readCommitted(): string {
   try {
     return readFileSync(COMMITTED, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read ${COMMITTED} (${(e as Error).message}): ${FIX}`);
+    throw new Error(`cannot read ${COMMITTED} (${(e as Error).message}): ${FIX}`, { cause: e });
   }
 }
 

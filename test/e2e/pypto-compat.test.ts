@@ -147,8 +147,8 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
       const logs = join(mkdtempSync(join(tmpdir(), 'ar-pypto-logs-')), 'nested');
       // Only where node02 is and where it keeps files change; what it launches is as shipped.
       const moved = { ssh: `${userInfo().username}@127.0.0.1`, ssh_port: server.port, identity_file: server.identityFile, known_hosts: server.knownHostsFile, workdir: work, log_dir: logs };
-      Object.assign(copy.hosts[1]!, moved);
-      for (const [k, v] of Object.entries(original.hosts[1]!)) if (!(k in moved)) assert.deepEqual(copy.hosts[1]![k], v, k);
+      Object.assign(copy.hosts[1], moved);
+      for (const [k, v] of Object.entries(original.hosts[1])) if (!(k in moved)) assert.deepEqual(copy.hosts[1][k], v, k);
       const router = await spawnRouter(['--replicas', writeTempConfig(copy), '--initial-replicas', '0', '--health-interval', '0.2'], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
       procs.push(router);
       const launched = await adminCall(router, 'POST', '/replicas', { body: { host: 'node02' } });
@@ -159,12 +159,12 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
       assert.deepEqual(rec.env, { ASCEND_RT_VISIBLE_DEVICES: '0,1', PYPTO_DEVICE: '0' });
       assert.deepEqual(rec.argv.slice(0, 3), ['--device', '0,1', '--'], 'the wrapper as templated');
       assert.equal(rec.argv.length, 4, 'the serve command is one argument after the wrapper');
-      assert.deepEqual(shellWords(rec.argv[3]!), [
+      assert.deepEqual(shellWords(rec.argv[3]), [
         '/opt/venv/bin/python', '-m', 'pypto_serving.cli', '--model', '/models/deepseek-v4', '--devices', '0,1', '--host', '0.0.0.0',
         '--port', '9001', '--show-startup-logs', '--served-model-name', 'deepseek-v4', '--max-batch-size', '8', '--log-level', 'info',
       ]);
       assert.ok(existsSync(join(logs, 'node02-d0.log')), 'log directory created and log written on the machine that runs it');
-      const key = readFileSync(server.identityFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'))[0]!;
+      const key = readFileSync(server.identityFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'))[0];
       assert.equal(JSON.stringify(router.logs()).includes(key) || router.stderr().includes(key), false, 'identity file contents in the log');
       router.child.kill('SIGTERM');
       assert.equal((await router.exited()).code, 0);

@@ -70,7 +70,7 @@ describe('scale-out through Redis (issue 8)', () => {
     }
     try {
       await waitFor(async () => (await foreign(a)) === 3, 5_000, "A to sample B's three streams");
-      for (const st of streams) assert.equal(st.headers['x-replica-name'], pinned, `streams: ${streams.map((x) => `${x.headers['x-replica-name']}/${x.headers['x-router-affinity']}`).join(' ')}`);
+      for (const st of streams) assert.equal(st.headers['x-replica-name'], pinned, `streams: ${streams.map((x) => `${String(x.headers['x-replica-name'])}/${String(x.headers['x-router-affinity'])}`).join(' ')}`);
       const moved = await waitFor(async () => {
         const r = await ask(a, 'shared-load');
         return r.headers['x-router-affinity'] === 'switch;reason=overload' ? r : undefined;

@@ -81,7 +81,7 @@ describe('sessions and routing (SPEC §4)', () => {
       const s1 = await stream();
       const pinned = String(s1.headers['x-replica-name']);
       await stream();
-      await waitFor(() => router.outstanding(pinned) === 2, 2_000, `two streams in flight (have ${sims.map((s) => router.outstanding(s.name)).join('/')}, second on ${open[1]?.headers['x-replica-name']})`);
+      await waitFor(() => router.outstanding(pinned) === 2, 2_000, `two streams in flight (have ${sims.map((s) => router.outstanding(s.name)).join('/')}, second on ${String(open[1]?.headers['x-replica-name'])})`);
       const keep = await post({ 'x-session-id': 'busy' }, chat());
       assert.equal(keep.headers['x-router-affinity'], 'retain');
       assert.equal(keep.headers['x-replica-name'], pinned);

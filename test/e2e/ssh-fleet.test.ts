@@ -53,7 +53,7 @@ function viaSsh(server: TestSshServer): Record<string, unknown> {
 
 function assertNoKeyMaterial(router: TestRouter, identityFile: string): void {
   const key = readFileSync(identityFile, 'utf8');
-  const body = key.split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'))[0]!;
+  const body = key.split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'))[0];
   assert.equal(JSON.stringify(router.logs()).includes(body), false, 'identity file contents in the log');
 }
 
@@ -127,8 +127,8 @@ describe('ssh hosts (SPEC §7)', () => {
         await waitFor(() => !pidAlive(rep.pid), 5_000, 'the replica process to be gone');
         const stops = server.execResults.filter((x) => x.command.includes("'pkill' '-f'"));
         assert.equal(stops.length, 1, 'the stop command ran once');
-        assert.match(stops[0]!.command, new RegExp(`'replica\\.js --port ${base} '`));
-        assert.deepEqual([stops[0]!.code, stops[0]!.signal], [0, null], 'its shell exited 0 (pkill matched the replica) and was not killed');
+        assert.match(stops[0].command, new RegExp(`'replica\\.js --port ${base} '`));
+        assert.deepEqual([stops[0].code, stops[0].signal], [0, null], 'its shell exited 0 (pkill matched the replica) and was not killed');
         assert.equal(server.execLog.some((c) => /\bkill -s (TERM|KILL)\b/.test(c)), false, 'no TERM/KILL fallback was sent');
         assert.equal(router.logs().some((l) => l['event'] === 'stop_failed'), false);
         await router.waitForLog((l) => l['event'] === 'stop' && l['replica'] === 'pk-d0');

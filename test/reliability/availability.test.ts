@@ -25,11 +25,11 @@ async function flap(sim: SimProcess, replica: Replica, probes: number, traffic: 
   let lastAt = replica.lastHealth?.at;
   let flips = Promise.resolve();
   let flapping = true;
-  let failure: unknown;
+  let failure: Error | undefined;
   const background = (async () => {
     while (flapping) await traffic();
   })().catch((e: unknown) => {
-    failure = e;
+    failure = e instanceof Error ? e : new Error('the background traffic failed', { cause: e });
   });
   await new Promise<void>((done) => {
     const watcher = setInterval(() => {
@@ -91,7 +91,7 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
     assert.deepEqual(transitions, [], 'no state change without fall/rise consecutive results');
     for (const d of decisions) {
       const [s, name, decision] = d.split(':');
-      assert.equal(name, home.get(s!), `session ${s} moved: ${d}`);
+      assert.equal(name, home.get(s), `session ${s} moved: ${d}`);
       assert.equal(decision, 'retain', d);
     }
   });

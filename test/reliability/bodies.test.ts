@@ -30,7 +30,7 @@ interface Raw {
  */
 function raw(url: string, feed: (write: (b: Buffer | string) => void, stopped: () => boolean) => Promise<void>, waitMs = 10_000): Promise<Raw> {
   const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const s: Socket = connect(Number(port), hostname);
     let text = '';
     let sent = 0;
@@ -52,7 +52,8 @@ function raw(url: string, feed: (write: (b: Buffer | string) => void, stopped: (
     s.on('error', () => finish(true));
     s.on('close', () => finish(true));
     s.on('connect', () => {
-      void feed(
+      // A feed that throws fails the test (a no-op once the answer resolved it).
+      feed(
         (b) => {
           if (!s.destroyed && !s.writableEnded) {
             sent += Buffer.byteLength(b);
@@ -60,7 +61,7 @@ function raw(url: string, feed: (write: (b: Buffer | string) => void, stopped: (
           }
         },
         () => done || answeredAt > 0,
-      );
+      ).catch(reject);
     });
   });
 }
@@ -109,7 +110,10 @@ describe('bodies and slow clients (issue 7 §8)', () => {
 
   it('answers a declared 100 MB body with 413 at once, without waiting for a byte of it, and closes', async () => {
     const before = await replicaRequests();
-    const r = await raw(router.url, async (write) => write('POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n'));
+    const r = await raw(router.url, (write) => {
+      write('POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n');
+      return Promise.resolve();
+    });
     assert.equal(r.status, 413, r.text);
     assert.ok(r.ms < 1_000, `413 after ${Math.round(r.ms)} ms`);
     assert.match(r.text, /"code":"body_too_large"/);
@@ -138,7 +142,7 @@ describe('bodies and slow clients (issue 7 §8)', () => {
       raw(router.url, async (write, stopped) => {
         const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nX-Pad: ${'a'.repeat(500)}`;
         for (let i = 0; i < head.length && !stopped(); i++) {
-          write(head[i]!);
+          write(head[i]);
           await sleep(20);
         }
       }, 8_000);
@@ -171,7 +175,7 @@ describe('bodies and slow clients (issue 7 §8)', () => {
     latencies.sort((a, b) => a - b);
     // served all along: never stuck behind the slow clients (they hold their connection for 1-2 s each)
     assert.ok(latencies.length >= 10, `only ${latencies.length} normal requests in 3.5 s`);
-    const p90 = latencies[Math.floor(latencies.length * 0.9)]!;
+    const p90 = latencies[Math.floor(latencies.length * 0.9)];
     assert.ok(p90 < 900, `normal requests were held up: p90 ${Math.round(p90)} ms`);
     const acc = await accounting(router.url);
     assert.equal(acc.received, acc.terminated, 'every request that reached the data plane ended once');
@@ -182,7 +186,10 @@ describe('bodies and slow clients (issue 7 §8)', () => {
     let many = '';
     for (let i = 0; i < 10_000; i++) many += `X-H${i}: v\r\n`;
     for (const [name, block] of [['10,000 headers', many], ['1 MB header', `X-Big: ${'a'.repeat(1024 * 1024)}\r\n`]] as const) {
-      const r = await raw(router.url, async (write) => write(`GET /v1/models HTTP/1.1\r\nHost: r\r\n${block}\r\n`));
+      const r = await raw(router.url, (write) => {
+        write(`GET /v1/models HTTP/1.1\r\nHost: r\r\n${block}\r\n`);
+        return Promise.resolve();
+      });
       assert.ok(r.status === 431 || r.status === 400, `${name}: ${r.text.slice(0, 120)}`);
       assert.ok(r.ms < 2_000);
     }

@@ -127,7 +127,7 @@ function problemsOf(text: string, name: string): Array<{ path: string; message: 
     assert.ok(cfg instanceof RouterConfig);
     return [];
   } catch (e) {
-    if (!(e instanceof ConfigError)) throw new Error(`not a ConfigError: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\nconfig: ${text}`);
+    if (!(e instanceof ConfigError)) throw new Error(`not a ConfigError: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\nconfig: ${text}`, { cause: e });
     assert.ok(e.problems.length > 0, `ConfigError without problems for ${text}`);
     for (const p of e.problems) {
       assert.ok(typeof p.path === 'string' && p.path.length > 0, `problem without a path: ${JSON.stringify(p)} for ${text}`);

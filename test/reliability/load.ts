@@ -105,7 +105,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const clients = Array.from({ length: opts.connections }, (_, i) => runClient(i, opts, t, opening, arrive, loadStart, () => deadline));
   await Promise.all(clients);
   const sorted = t.latencies.sort((a, b) => a - b);
-  const pct = (p: number): number => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!);
+  const pct = (p: number): number => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]);
   const { byStatus, failures, latencies: _, ...counters } = t;
   return {
     ...counters,
@@ -246,7 +246,7 @@ export async function startQuietRouter(args: readonly string[], opts: { env?: Re
   );
   const stderr = (): string => readFileSync(errFile, 'utf8').slice(-64 * 1024);
   let exited = false;
-  void exit.then(() => (exited = true));
+  child.once('exit', () => (exited = true));
   let listening: string | undefined;
   for (const deadline = performance.now() + timeoutMs; listening === undefined; await sleep(50)) {
     if (exited || performance.now() > deadline) {

@@ -34,7 +34,7 @@ function raw(url: string, bytes: Buffer): Promise<Raw> {
       const headers = lines.slice(1).map((l): [string, string] => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]);
       const length = Number(headers.find(([n]) => n === 'content-length')?.[1] ?? NaN);
       const body = buf.subarray(end + 4);
-      return body.length >= length ? { status: Number(lines[0]!.split(' ')[1]), headers, body: body.subarray(0, length) } : undefined;
+      return body.length >= length ? { status: Number(lines[0].split(' ')[1]), headers, body: body.subarray(0, length) } : undefined;
     };
     s.on('data', (d: Buffer) => {
       buf = Buffer.concat([buf, d]);

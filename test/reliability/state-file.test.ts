@@ -89,7 +89,7 @@ describe('state file write failures (issue 7 §6)', () => {
     }
     const lines = failures(router);
     assert.equal(lines.length, 1, `logged once, not per attempt: ${JSON.stringify(lines)}`);
-    assert.match(String(lines[0]!['msg']), /state\.json.*(EROFS|read-only)/);
+    assert.match(String(lines[0]['msg']), /state\.json.*(EROFS|read-only)/);
     const rz = await readyz(router);
     assert.equal(rz.status, 200, 'still ready: routing does not depend on the file');
     assert.match(rz.body.degraded?.['state_file'] ?? '', /EROFS|read-only/);
@@ -113,7 +113,7 @@ describe('state file write failures (issue 7 §6)', () => {
     }
     const lines = failures(router);
     assert.equal(lines.length, 1, `logged once per distinct error: ${lines.map((l) => String(l['msg'])).join(' | ')}`);
-    assert.match(String(lines[0]!['msg']), /ENOSPC|no space/i);
+    assert.match(String(lines[0]['msg']), /ENOSPC|no space/i);
     assert.deepEqual(leftovers(dir), [], 'no temporary file left behind');
     const rz = await readyz(router);
     assert.equal(rz.status, 200);

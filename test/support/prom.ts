@@ -16,15 +16,15 @@ export function parseProm(text: string): { samples: Sample[]; problems: string[]
   for (const line of text.split('\n')) {
     if (line === '') continue;
     if (line.startsWith('# HELP ')) {
-      const name = line.split(' ')[2]!;
+      const name = line.split(' ')[2];
       if (help.has(name)) problems.push(`duplicate HELP for ${name}`);
       help.add(name);
       continue;
     }
     if (line.startsWith('# TYPE ')) {
       const [, , name, type] = line.split(' ');
-      if (types.has(name!)) problems.push(`duplicate TYPE for ${name}`);
-      types.set(name!, type!);
+      if (types.has(name)) problems.push(`duplicate TYPE for ${name}`);
+      types.set(name, type);
       continue;
     }
     if (line.startsWith('#')) continue;
@@ -34,30 +34,30 @@ export function parseProm(text: string): { samples: Sample[]; problems: string[]
       continue;
     }
     const [, name, rawLabels, value] = m;
-    if (!NAME.test(name!)) problems.push(`bad metric name ${name}`);
+    if (!NAME.test(name)) problems.push(`bad metric name ${name}`);
     const labels: Record<string, string> = {};
     const labelText = rawLabels ?? '';
     let consumed = 0;
     for (const lm of labelText.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)/g)) {
       if (lm.index !== consumed) break;
-      if (lm[1]!.startsWith('__')) problems.push(`reserved label name ${lm[1]} on ${name}`);
-      if (lm[1]! in labels) problems.push(`label ${lm[1]} twice on ${name}`);
-      labels[lm[1]!] = lm[2]!;
+      if (lm[1].startsWith('__')) problems.push(`reserved label name ${lm[1]} on ${name}`);
+      if (lm[1] in labels) problems.push(`label ${lm[1]} twice on ${name}`);
+      labels[lm[1]] = lm[2]!;
       consumed = lm.index + lm[0].length;
     }
     if (consumed !== labelText.length) problems.push(`malformed labels: ${line}`);
-    if (!/^(?:[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+)|[+-]Inf|NaN)$/i.test(value!)) problems.push(`bad value ${value} on ${name}`);
+    if (!/^(?:[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+)|[+-]Inf|NaN)$/i.test(value)) problems.push(`bad value ${value} on ${name}`);
     const key = `${name}{${Object.entries(labels).sort().map(([k, v]) => `${k}=${v}`).join(',')}}`;
     if (seen.has(key)) problems.push(`duplicate series ${key}`);
     seen.add(key);
-    const family = name!.replace(/_(bucket|sum|count|total|created)$/, '');
-    const type = types.get(name!) ?? types.get(family) ?? types.get(name!.replace(/_(bucket|sum|count)$/, ''));
+    const family = name.replace(/_(bucket|sum|count|total|created)$/, '');
+    const type = types.get(name) ?? types.get(family) ?? types.get(name.replace(/_(bucket|sum|count)$/, ''));
     // TYPE must come before the family's first sample, as the text format requires.
     if (type === undefined) problems.push(`no TYPE before ${name}`);
-    if (type === 'counter' && !name!.endsWith('_total') && !name!.endsWith('_created')) problems.push(`counter ${name} does not end in _total`);
-    if (type === 'histogram' && name!.endsWith('_bucket') && labels['le'] === undefined) problems.push(`bucket of ${name} without le`);
-    if (!help.has(name!) && !help.has(family) && !help.has(name!.replace(/_(bucket|sum|count)$/, ''))) problems.push(`no HELP for ${name}`);
-    samples.push({ name: name!, labels, value: Number(value) });
+    if (type === 'counter' && !name.endsWith('_total') && !name.endsWith('_created')) problems.push(`counter ${name} does not end in _total`);
+    if (type === 'histogram' && name.endsWith('_bucket') && labels['le'] === undefined) problems.push(`bucket of ${name} without le`);
+    if (!help.has(name) && !help.has(family) && !help.has(name.replace(/_(bucket|sum|count)$/, ''))) problems.push(`no HELP for ${name}`);
+    samples.push({ name: name, labels, value: Number(value) });
   }
   return { samples, problems, types };
 }

@@ -9,5 +9,5 @@ import { SIM_ENTRY } from './sim-process.js';
 
 const [port, name] = process.argv.slice(2);
 writeFileSync(process.env['RECORD_FILE'] ?? '/dev/null', JSON.stringify({ argv: process.argv.slice(2), env: { DEVICE: process.env['DEVICE'] } }));
-process.argv = [process.argv[0]!, SIM_ENTRY, '--port', port!, '--name', name!];
+process.argv = [process.argv[0], SIM_ENTRY, '--port', port, '--name', name];
 await import(SIM_ENTRY);

@@ -31,7 +31,7 @@ export function spawnRouter(args: string[], env: Record<string, string> = {}, ti
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
-  const lines = collectLogLines(child.stdout!);
+  const lines = collectLogLines(child.stdout);
   let err = '';
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
     child.once('exit', (code, signal) => {
@@ -39,7 +39,7 @@ export function spawnRouter(args: string[], env: Record<string, string> = {}, ti
       done({ code, signal });
     }),
   );
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const proc: Omit<RouterProcess, 'url'> = {
     child,
     pid: child.pid!,
@@ -49,7 +49,7 @@ export function spawnRouter(args: string[], env: Record<string, string> = {}, ti
     exited: () => exit,
   };
   let gone = false;
-  void exit.then(() => (gone = true));
+  child.once('exit', () => (gone = true));
   return Promise.race([
     // The poll stops once the child exited (the other branch has rejected by then), so a router
     // that exits 2 does not keep the test file alive until the deadline.

@@ -228,7 +228,7 @@ export function spawnSim(opts: SpawnSimOptions = {}): Promise<SimProcess> {
     };
     const timer = setTimeout(() => fail(`simulator not listening within ${READY_TIMEOUT_MS} ms`), READY_TIMEOUT_MS);
     child.once('error', (err) => fail(`cannot spawn the simulator: ${err.message}`));
-    void exit.then(({ code, signal }) => {
+    child.once('exit', (code, signal) => {
       // Let stderr drain before reporting it.
       setImmediate(() => fail(`simulator exited before listening (code ${code}, signal ${signal})`));
     });

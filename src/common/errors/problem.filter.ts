@@ -37,7 +37,7 @@ export class ProblemFilter implements ExceptionFilter {
       } else {
         detail = typeof msg === 'string' ? msg : exception.message;
       }
-      if (typeof r === 'object' && r !== null && 'code' in r) code = String((r as { code: unknown }).code);
+      if (typeof r === 'object' && r !== null && 'code' in r) code = String(r.code);
     } else {
       const id = randomUUID();
       this.log.error({ err: exception, errorId: id }, 'unhandled error in admin API');

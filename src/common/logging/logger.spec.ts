@@ -36,7 +36,7 @@ describe('createAppLogger', () => {
     const text = await written('json', (log) => log.info({ event: 'launch', replica: 'h-d0' }, 'launched'));
     const lines = text.trim().split('\n');
     assert.equal(lines.length, 1);
-    const rec = JSON.parse(lines[0]!) as Record<string, unknown>;
+    const rec = JSON.parse(lines[0]) as Record<string, unknown>;
     assert.equal(rec['event'], 'launch');
     assert.equal(rec['replica'], 'h-d0');
     assert.equal(rec['msg'], 'launched');
@@ -46,7 +46,7 @@ describe('createAppLogger', () => {
 
   it('writes a readable line in pretty mode: time, level, message, key=value', async () => {
     const text = await written('pretty', (log) => log.warn({ replica: 'h-d0', tail: ['a', 'b'] }, 'launch timed out'));
-    assert.match(text, /^\d\d:\d\d:\d\d\.\d{3} WARN  launch timed out replica=h-d0 tail=\["a","b"\]\n$/);
+    assert.match(text, /^\d\d:\d\d:\d\d\.\d{3} WARN {2}launch timed out replica=h-d0 tail=\["a","b"\]\n$/);
   });
 
   it('drops lines under --log-level', async () => {

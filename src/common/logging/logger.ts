@@ -32,7 +32,7 @@ function prettyStream(out: NodeJS.WritableStream): DestinationStream {
       const kv = Object.entries(rest)
         .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
         .join(' ');
-      out.write(`${t} ${lv} ${String(msg ?? '')}${kv ? ' ' + kv : ''}\n`);
+      out.write(`${t} ${lv} ${typeof msg === 'string' ? msg : ''}${kv ? ' ' + kv : ''}\n`);
     },
   };
 }

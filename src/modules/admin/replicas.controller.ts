@@ -45,7 +45,7 @@ export class ReplicasController {
     return audited(this.log, req, `launch count=${body.count ?? 1}${body.host ? ` host=${body.host}` : ''}`, async () => {
       const launched = await this.fleet.launch(body.count ?? 1, body.host);
       const views = launched.map((r) => ({ name: r.name, url: r.url, ready: false, message: LAUNCHED_MESSAGE }));
-      return (body.count ?? 1) > 1 ? views : views[0]!;
+      return (body.count ?? 1) > 1 ? views : views[0];
     });
   }
 

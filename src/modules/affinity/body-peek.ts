@@ -21,7 +21,7 @@ function isWs(c: number): boolean {
 }
 
 function skipWs(b: Uint8Array, i: number): number {
-  while (i < b.length && isWs(b[i]!)) i++;
+  while (i < b.length && isWs(b[i])) i++;
   return i;
 }
 
@@ -29,7 +29,7 @@ function skipWs(b: Uint8Array, i: number): number {
 function skipString(b: Uint8Array, i: number): number {
   i++;
   while (i < b.length) {
-    const c = b[i]!;
+    const c = b[i];
     if (c === BACKSLASH) i += 2;
     else if (c === QUOTE) return i + 1;
     else i++;
@@ -45,7 +45,7 @@ function skipValue(b: Uint8Array, i: number): number {
   if (c === LBRACE || c === LBRACKET) {
     let depth = 0;
     while (i < b.length) {
-      const d = b[i]!;
+      const d = b[i];
       if (d === QUOTE) {
         i = skipString(b, i);
         if (i < 0) return -1;
@@ -62,7 +62,7 @@ function skipValue(b: Uint8Array, i: number): number {
   }
   // number, true, false, null: up to the next delimiter
   while (i < b.length) {
-    const d = b[i]!;
+    const d = b[i];
     if (d === COMMA || d === RBRACE || d === RBRACKET || isWs(d)) break;
     i++;
   }

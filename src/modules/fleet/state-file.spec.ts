@@ -37,9 +37,9 @@ describe('state file', () => {
     const paths = r.kind === 'invalid' ? r.problems.map((p) => p.path) : [];
     assert.deepEqual(paths, ['--state-file replicas[0].slot', '--state-file replicas[0].port', '--state-file sessions[0]']);
     const future = read({ version: STATE_VERSION + 1 });
-    assert.equal(future.kind === 'invalid' && future.problems[0]!.message.includes('newer router'), true);
+    assert.equal(future.kind === 'invalid' && future.problems[0].message.includes('newer router'), true);
     const torn = read('{"version": 1, "replicas": [');
-    assert.equal(torn.kind === 'invalid' && torn.problems[0]!.message.includes('not valid JSON'), true);
+    assert.equal(torn.kind === 'invalid' && torn.problems[0].message.includes('not valid JSON'), true);
   });
 
   it('reports a missing file as missing, not as an error', () => {

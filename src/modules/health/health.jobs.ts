@@ -19,21 +19,17 @@ export class HealthJobs implements OnApplicationBootstrap, OnApplicationShutdown
   ) {}
 
   onApplicationBootstrap(): void {
-    const handle = setInterval(() => void this.run(), this.health.settings.intervalMs);
+    const handle = setInterval(() => this.run(), this.health.settings.intervalMs);
     handle.unref();
     this.scheduler.addInterval(JOB, handle);
-    void this.run();
+    this.run();
   }
 
   onApplicationShutdown(): void {
     if (this.scheduler.doesExist('interval', JOB)) this.scheduler.deleteInterval(JOB);
   }
 
-  private async run(): Promise<void> {
-    try {
-      await this.health.tick();
-    } catch (e) {
-      this.log.error({ err: e }, 'health tick failed');
-    }
+  private run(): void {
+    this.health.tick().catch((e: unknown) => this.log.error({ err: e }, 'health tick failed'));
   }
 }

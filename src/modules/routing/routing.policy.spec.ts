@@ -42,35 +42,35 @@ describe('routing policy', () => {
 
   it('keeps a pin at slack 8 with 8 more in flight and moves it at 9', () => {
     const t = table(2);
-    t[0]!.load = 8;
-    assert.equal(decide(t, 0, { status: 'live', replica: t[0]! }, 8).kind, 'retain');
-    t[0]!.load = 9;
-    const d = decide(t, 0, { status: 'live', replica: t[0]! }, 8);
+    t[0].load = 8;
+    assert.equal(decide(t, 0, { status: 'live', replica: t[0] }, 8).kind, 'retain');
+    t[0].load = 9;
+    const d = decide(t, 0, { status: 'live', replica: t[0] }, 8);
     assert.deepEqual([d.kind, d.kind === 'switch' ? d.reason : ''], ['switch', 'overload']);
   });
 
   it('with slack 0, one more in flight moves the pin', () => {
     const t = table(2);
-    t[0]!.load = 1;
-    assert.equal(decide(t, 0, { status: 'live', replica: t[0]! }, 0).kind, 'switch');
+    t[0].load = 1;
+    assert.equal(decide(t, 0, { status: 'live', replica: t[0] }, 0).kind, 'switch');
   });
 
   it('re-routes an unroutable pin with the right reason', () => {
     const t = table(2);
-    t[0]!.routable = false;
-    const d = decide(t, 0, { status: 'live', replica: t[0]! }, 8);
+    t[0].routable = false;
+    const d = decide(t, 0, { status: 'live', replica: t[0] }, 8);
     assert.equal(d.kind === 'switch' && d.reason, 'unhealthy');
-    t[0]!.draining = true;
-    const d2 = decide(t, 0, { status: 'live', replica: t[0]! }, 8);
+    t[0].draining = true;
+    const d2 = decide(t, 0, { status: 'live', replica: t[0] }, 8);
     assert.equal(d2.kind === 'switch' && d2.reason, 'draining');
     assert.equal(d2.kind === 'switch' && d2.replica.name, 'r1');
   });
 
   it('reports expired and released pins', () => {
     const t = table(2);
-    const e = decide(t, 0, { status: 'expired', replica: t[0]! }, 8);
+    const e = decide(t, 0, { status: 'expired', replica: t[0] }, 8);
     assert.equal(e.kind === 'switch' && e.reason, 'expired');
-    const r = decide(t, 0, { status: 'released', replica: t[0]!, reason: 'removed' }, 8);
+    const r = decide(t, 0, { status: 'released', replica: t[0], reason: 'removed' }, 8);
     assert.equal(r.kind === 'switch' && r.reason, 'removed');
   });
 
@@ -84,18 +84,18 @@ describe('routing policy', () => {
     const t = table(3);
     for (const r of t) r.full = true;
     assert.equal(decide(t, 0, { status: 'none' }, 8).kind, 'wait');
-    assert.equal(decide(t, 0, { status: 'live', replica: t[1]! }, 8).kind, 'wait');
+    assert.equal(decide(t, 0, { status: 'live', replica: t[1] }, 8).kind, 'wait');
     for (const r of t) r.routable = false;
-    t[0]!.full = false;
+    t[0].full = false;
     assert.equal(decide(t, 0, { status: 'none' }, 8).kind, 'none');
   });
 
   it('moves a pin off a full replica to one with room, whatever the slack', () => {
     const t = table(2);
-    t[0]!.full = true;
-    t[0]!.load = 2;
-    t[1]!.load = 5;
-    const d = decide(t, 0, { status: 'live', replica: t[0]! }, 8);
+    t[0].full = true;
+    t[0].load = 2;
+    t[1].load = 5;
+    const d = decide(t, 0, { status: 'live', replica: t[0] }, 8);
     assert.deepEqual([d.kind, d.kind === 'switch' ? d.reason : '', d.kind === 'switch' ? d.replica.name : ''], ['switch', 'overload', 'r1']);
     // A new session skips the full replica too, even though it carries the least load.
     const n = decide(t, 0, { status: 'none' }, 8);
@@ -128,7 +128,7 @@ describe('routing policy', () => {
   it('property: a pinned routable replica within slack is always kept', () => {
     fc.assert(
       fc.property(arbTable, fc.nat(20), fc.nat(10), fc.nat(7), (t, counter, slack, pinIdx) => {
-        const pinned = t[pinIdx % t.length]!;
+        const pinned = t[pinIdx % t.length];
         fc.pre(pinned.routable && !pinned.full);
         // The least load over the routable replicas with room, computed here rather than by the
         // policy's own leastOutstanding(), so a wrong minimum there cannot hide a wrong decision.

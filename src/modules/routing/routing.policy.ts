@@ -52,7 +52,7 @@ export function leastOutstanding<R extends RoutableView>(
   let bestLoad = 0;
   let bestRot = 0;
   for (let i = 0; i < n; i++) {
-    const r = table[i]!;
+    const r = table[i];
     if (!r.routable || r.full || r === exclude) continue;
     const rot = (((r.index - counter) % n) + n) % n;
     if (best === undefined || r.load < bestLoad || (r.load === bestLoad && rot < bestRot)) {

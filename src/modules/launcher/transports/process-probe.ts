@@ -8,7 +8,7 @@ import type { PidIdentity } from '../launcher.transport.js';
 
 function errnoCode(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err) {
-    const code = (err as { code: unknown }).code;
+    const code = (err).code;
     return typeof code === 'string' ? code : undefined;
   }
   return undefined;
@@ -138,7 +138,7 @@ async function holdsSocket(pid: number, inodes: ReadonlySet<string>): Promise<bo
   for (const fd of fds) {
     const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
     const m = /^socket:\[(\d+)\]$/.exec(target);
-    if (m !== null && inodes.has(m[1]!)) return true;
+    if (m !== null && inodes.has(m[1])) return true;
   }
   return false;
 }

@@ -207,5 +207,5 @@ export async function listenerInGroup(t: TestContext): Promise<ListenerGroup> {
       srv.close(() => done(typeof a === 'object' && a !== null ? a.port : 1));
     });
   });
-  return { leader: leader.pid!, listener: listener!, port: port!, closedPort };
+  return { leader: leader.pid!, listener: listener, port: port, closedPort };
 }
