@@ -152,7 +152,7 @@ class Simulator implements SimServer {
     } else if (!next.refuse && wasRefusing) {
       if (this.relistenTimer !== null) clearTimeout(this.relistenTimer);
       this.relistenTimer = null;
-      void this.listenUntilBound();
+      this.listenUntilBound().catch((err: unknown) => process.stderr.write(`sim ${this.name}: stopped trying to listen again: ${err instanceof Error ? err.message : 'unknown error'}\n`));
     }
   }
 
