@@ -37,9 +37,12 @@ describe('admission control: max_inflight and the router queue (SPEC §3)', () =
     const router = await startTestRouter({ replicas: [{ name: 'capped', host: '127.0.0.1', port: sim.port, max_inflight: 2 }] }, ['--queue-max', '3']);
     try {
       const long = await fill(router, sim, 'capped');
-      const a = post(router, 'wait-a');
+      // The queued requests are long streams too: each holds the place it gets, so the order in
+      // which places go to them is seen one place at a time (a stream resolves on its headers).
+      const open = (session: string) => simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': session }, body: chat(true, 2_000) });
+      const a = open('wait-a');
       await waitFor(async () => (await queued(router)) === 1, 10_000, 'a queued');
-      const b = post(router, 'wait-b');
+      const b = open('wait-b');
       await waitFor(async () => (await queued(router)) === 2, 10_000, 'b queued');
 
       // A client that leaves while queued: removed, never sent, its place freed.
@@ -50,7 +53,7 @@ describe('admission control: max_inflight and the router queue (SPEC §3)', () =
       gone.destroy();
       await waitFor(async () => (await queued(router)) === 2, 10_000, 'the leaving client removed from the queue');
 
-      const c = post(router, 'wait-c');
+      const c = open('wait-c');
       await waitFor(async () => (await queued(router)) === 3, 10_000, 'c queued');
       // The queue holds --queue-max requests: the next one is refused at once.
       const refused = await post(router, 'refused');
@@ -71,16 +74,25 @@ describe('admission control: max_inflight and the router queue (SPEC §3)', () =
       assert.equal(sum(metrics, 'affinity_router_queue_depth'), 3);
       assert.equal(sum(metrics, 'affinity_router_queue_wait_seconds_count', { outcome: 'abandoned' }), 1);
 
-      // The long streams end: the queued requests are served, first come first served.
-      const order: string[] = [];
-      const served = [a, b, c].map((p, i) => p.then((r) => (order.push(['wait-a', 'wait-b', 'wait-c'][i]), r)));
-      for (const s of long) s.destroy();
-      const answers = await Promise.all(served);
-      for (const r of answers) {
-        assert.equal(r.status, 200, r.body.toString());
-        assert.equal(r.headers['x-router-replica'], 'capped');
-      }
-      assert.deepEqual(order, ['wait-a', 'wait-b', 'wait-c']);
+      // Places free one at a time and go to the queue's head: a, then b, then c.
+      const seen = async () => Object.keys((await sim.stats()).by_session).filter((k) => k.startsWith('wait-')).sort();
+      long[0].destroy();
+      const sa = await a;
+      assert.equal(sa.status, 200);
+      assert.equal(sa.headers['x-router-replica'], 'capped');
+      assert.deepEqual(await seen(), ['wait-a']);
+      assert.equal(await queued(router), 2);
+      long[1].destroy();
+      const sb = await b;
+      assert.equal(sb.status, 200);
+      assert.deepEqual(await seen(), ['wait-a', 'wait-b']);
+      assert.equal(await queued(router), 1);
+      sa.destroy();
+      const sc = await c;
+      assert.equal(sc.status, 200);
+      assert.deepEqual(await seen(), ['wait-a', 'wait-b', 'wait-c']);
+      sb.destroy();
+      sc.destroy();
       const stats = await sim.stats();
       assert.equal(stats.by_session['gone'], undefined, 'the client that left was sent to the replica');
       assert.equal(stats.by_session['refused'], undefined);

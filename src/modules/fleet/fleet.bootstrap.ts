@@ -3,23 +3,19 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { ShutdownService } from '../lifecycle/shutdown.service.js';
-import { RegistryService } from '../registry/registry.service.js';
-import { RoutingService } from '../routing/routing.service.js';
-import { probe } from '../health/probe.js';
-import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js';
-import { FleetService, untilIdleOr } from './fleet.service.js';
-import { FleetMirror } from './fleet-mirror.js';
 import { LeaderService } from '../cluster/leader.service.js';
-import { RedisService } from '../cluster/redis.service.js';
+import { FleetAdoption } from './fleet-adoption.js';
+import { FleetService } from './fleet.service.js';
+import { FleetMirror } from './fleet-mirror.js';
 import { StateService } from './state.service.js';
-import type { FleetState, StateReplica } from './state-file.js';
+import type { FleetState } from './state-file.js';
 
 const LAUNCH_JOB = 'fleet-launch-check';
 
 /**
- * Start-up and shutdown of the fleet: adopt what the state file recorded, launch up to
- * `--initial-replicas`, run the launch-timeout job, and drain/stop everything on shutdown.
+ * Start-up of the fleet: lead it (adopt what was recorded, through FleetAdoption, then launch up to
+ * `--initial-replicas`) or mirror the leader's, follow leadership changes, run the launch-timeout
+ * job. Shutdown is FleetShutdown's.
  */
 @Injectable()
 export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -27,13 +23,10 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     private readonly config: RouterConfig,
     private readonly fleet: FleetService,
     private readonly state: StateService,
-    private readonly registry: RegistryService,
-    private readonly routing: RoutingService,
-    private readonly shutdown: ShutdownService,
+    private readonly adoption: FleetAdoption,
     private readonly scheduler: SchedulerRegistry,
     private readonly leader: LeaderService,
     private readonly mirror: FleetMirror,
-    private readonly redis: RedisService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
 
@@ -58,19 +51,12 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     }, every);
     handle.unref();
     this.scheduler.addInterval(LAUNCH_JOB, handle);
-    this.shutdown.register('drain', async (deadline) => {
-      // Several routers share the fleet through Redis: a router that goes away hands the fleet
-      // over (the next leader adopts it) instead of stopping it.
-      const stop = this.redis.enabled ? Promise.resolve() : this.fleet.stopAll(deadline);
-      await Promise.all([stop, this.waitInflight(deadline)]);
-      await this.state.write();
-    });
   }
 
   /** Take the fleet: adopt what was recorded (Redis first, else the state file), then launch up to the target. */
   private async lead(fromFile: FleetState | undefined): Promise<void> {
     const recorded = (await this.state.loadShared()) ?? fromFile;
-    if (recorded !== undefined) await this.adopt(recorded);
+    if (recorded !== undefined) await this.adoption.adopt(recorded);
     if (this.state.enabled) this.fleet.persist();
     await this.state.settled(); // the adopted fleet is on disk before the router reports ready
     await this.launchInitial();
@@ -88,96 +74,5 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     for (const r of results) {
       if (r.status === 'rejected') this.log.error({ event: 'initial_launch_failed', err: (r.reason as Error).message }, `initial launch failed: ${(r.reason as Error).message}`);
     }
-  }
-
-  /** Probe every recorded replica; adopt the ones that answer as expected (SPEC §6). */
-  private async adopt(state: FleetState): Promise<void> {
-    const adopted = new Set<string>();
-    // Probe in parallel, register in the recorded order (a stable replica table).
-    const steps = await Promise.all(state.replicas.map((entry) => this.adoptOne(entry)));
-    steps.forEach((step, i) => {
-      if (step() === 'adopted') adopted.add(state.replicas[i].slot);
-    });
-    const dir = this.routing;
-    let pins = 0;
-    for (const p of state.sessions) {
-      const r = adopted.has(p.replica) ? this.registry.get(p.replica) : undefined;
-      if (r !== undefined) {
-        dir.pin(p.id, r);
-        pins++;
-      }
-    }
-    this.log.info({ event: 'adoption_done', adopted: [...adopted], orphans: this.fleet.orphans.length, pins }, `adopted ${adopted.size} of ${state.replicas.length} recorded replicas`);
-  }
-
-  /** Probe a recorded replica now; the returned step registers the outcome (run in order). */
-  private async adoptOne(entry: StateReplica): Promise<() => 'adopted' | 'kept' | 'orphan' | 'skipped'> {
-    const slot = this.fleet.slots.get(entry.slot);
-    const where = { slot: entry.slot, host: entry.host, devices: entry.devices, address: entry.address, port: entry.port, pid: entry.pid };
-    if (slot === undefined || slot.host !== entry.host) {
-      return () => {
-        this.orphan({ ...where, reason: `slot ${entry.slot} is no longer declared in the config; not adopting` });
-        return 'skipped';
-      };
-    }
-    const ep = createEndpoint({ scheme: entry.scheme, host: entry.address, port: entry.port });
-    let h: Awaited<ReturnType<typeof probe>>;
-    let modelOk = true;
-    const expected = entry.model ?? this.expectedModel(slot.host);
-    try {
-      h = await probe(ep, this.config.health.path, this.config.health.timeoutMs);
-      if (h.ok && expected !== undefined) {
-        const m = await probe(ep, '/v1/models', this.config.health.timeoutMs, 64 * 1024);
-        modelOk = m.ok && (m.body ?? '').includes(JSON.stringify(expected));
-      }
-    } finally {
-      destroyEndpoint(ep);
-    }
-    // A recorded pid is kept only once proven to be the process serving the port: a stop signals
-    // its whole process group, and after a crash the pid may be dead or reused (SPEC §6).
-    const identity = h.status !== undefined && modelOk && entry.pid !== null ? await this.fleet.identify(slot, entry.pid, entry.port) : undefined;
-    return () => {
-      if (h.status === undefined) {
-        this.orphan({ ...where, reason: `does not answer at ${ep.url} (${h.error ?? 'no answer'}); if a process still holds devices [${entry.devices.join(',')}] on ${entry.host}, stop it by hand` });
-        return 'orphan';
-      }
-      if (!modelOk) {
-        this.orphan({ ...where, reason: `answers at ${ep.url} but does not serve model ${expected}; slot kept reserved, not adopted` });
-        this.fleet.slots.reserve(slot.name, `foreign#${slot.name}`);
-        return 'kept';
-      }
-      const pid = identity?.proven === true ? entry.pid : null;
-      const r = this.fleet.registerAdopted(slot, entry, h.ok, pid);
-      if (r === undefined) return 'skipped';
-      if (identity !== undefined && !identity.proven) {
-        const stop = this.fleet.record(r.name)?.stopArgv !== undefined ? 'its host\'s stop_command stops it' : 'stop it by hand (the host has no stop_command)';
-        this.log.warn(
-          { event: 'adopt_pid_unproven', replica: r.name, recorded_pid: entry.pid, reason: identity.reason },
-          `adopting ${r.name} without its recorded pid ${entry.pid}: ${identity.reason}; the router will never signal that pid, ${stop}`,
-        );
-      }
-      if (!h.ok) {
-        this.fleet.reportOrphan({ ...where, reason: `answers ${h.status} at ${ep.url}: slot kept reserved, adopted as unready until its health checks pass` });
-        this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status, pid }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
-      } else {
-        this.log.info({ event: 'adopt', replica: r.name, pid, url: r.url }, `adopted ${r.name} (pid ${pid ?? 'unknown'}) without relaunching`);
-      }
-      return 'adopted';
-    };
-  }
-
-  private orphan(o: FleetService['orphans'][number]): void {
-    this.fleet.reportOrphan(o);
-    this.log.warn({ event: 'orphan', ...o }, `recorded replica ${o.slot}: ${o.reason}`);
-  }
-
-  private expectedModel(hostName: string): string | undefined {
-    const h = this.config.hosts.find((x) => x.name === hostName);
-    return h?.servedModelName ?? h?.model;
-  }
-
-  private async waitInflight(deadline: number): Promise<void> {
-    await untilIdleOr(deadline, this.registry.list);
-    for (const r of this.registry.list) for (const x of [...r.inflight]) x.abort('the router is shutting down and its drain timed out');
   }
 }

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
 import { LauncherModule } from '../launcher/launcher.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
+import { FleetAdoption } from './fleet-adoption.js';
 import { FleetBootstrap } from './fleet.bootstrap.js';
+import { FleetShutdown } from './fleet-shutdown.js';
 import { FleetBook } from './fleet-book.js';
 import { ReplicaLauncher } from './replica-launcher.js';
 import { ReplicaStopper } from './replica-stopper.js';
@@ -11,7 +13,7 @@ import { StateService } from './state.service.js';
 
 @Module({
   imports: [RoutingModule, LauncherModule],
-  providers: [FleetService, FleetBook, ReplicaLauncher, ReplicaStopper, StateService, FleetBootstrap, FleetMirror],
+  providers: [FleetService, FleetBook, ReplicaLauncher, ReplicaStopper, StateService, FleetAdoption, FleetBootstrap, FleetShutdown, FleetMirror],
   exports: [FleetService],
 })
 export class FleetModule {}

@@ -1,0 +1,113 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RouterConfig } from '../../config/router-config.js';
+import { APP_LOGGER } from '../../common/logging/logging.module.js';
+import type { AppLogger } from '../../common/logging/logger.js';
+import { probe } from '../health/probe.js';
+import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js';
+import { RegistryService } from '../registry/registry.service.js';
+import { RoutingService } from '../routing/routing.service.js';
+import { FleetService } from './fleet.service.js';
+import type { FleetState, StateReplica } from './state-file.js';
+
+/**
+ * Adoption after a restart (SPEC §6): probe every recorded replica; adopt the ones that answer
+ * `/health` and serve the expected model (keeping a pid only once proven), keep the slot of one
+ * that answers for another model, report silent ones as orphans; then restore the recorded pins
+ * of the adopted replicas.
+ */
+@Injectable()
+export class FleetAdoption {
+  constructor(
+    private readonly config: RouterConfig,
+    private readonly fleet: FleetService,
+    private readonly registry: RegistryService,
+    private readonly routing: RoutingService,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {}
+
+  /** Probe every recorded replica; adopt the ones that answer as expected (SPEC §6). */
+  async adopt(state: FleetState): Promise<void> {
+    const adopted = new Set<string>();
+    // Probe in parallel, register in the recorded order (a stable replica table).
+    const steps = await Promise.all(state.replicas.map((entry) => this.adoptOne(entry)));
+    steps.forEach((step, i) => {
+      if (step() === 'adopted') adopted.add(state.replicas[i].slot);
+    });
+    const dir = this.routing;
+    let pins = 0;
+    for (const p of state.sessions) {
+      const r = adopted.has(p.replica) ? this.registry.get(p.replica) : undefined;
+      if (r !== undefined) {
+        dir.pin(p.id, r);
+        pins++;
+      }
+    }
+    this.log.info({ event: 'adoption_done', adopted: [...adopted], orphans: this.fleet.orphans.length, pins }, `adopted ${adopted.size} of ${state.replicas.length} recorded replicas`);
+  }
+
+  /** Probe a recorded replica now; the returned step registers the outcome (run in order). */
+  private async adoptOne(entry: StateReplica): Promise<() => 'adopted' | 'kept' | 'orphan' | 'skipped'> {
+    const slot = this.fleet.slots.get(entry.slot);
+    const where = { slot: entry.slot, host: entry.host, devices: entry.devices, address: entry.address, port: entry.port, pid: entry.pid };
+    if (slot === undefined || slot.host !== entry.host) {
+      return () => {
+        this.orphan({ ...where, reason: `slot ${entry.slot} is no longer declared in the config; not adopting` });
+        return 'skipped';
+      };
+    }
+    const ep = createEndpoint({ scheme: entry.scheme, host: entry.address, port: entry.port });
+    let h: Awaited<ReturnType<typeof probe>>;
+    let modelOk = true;
+    const expected = entry.model ?? this.expectedModel(slot.host);
+    try {
+      h = await probe(ep, this.config.health.path, this.config.health.timeoutMs);
+      if (h.ok && expected !== undefined) {
+        const m = await probe(ep, '/v1/models', this.config.health.timeoutMs, 64 * 1024);
+        modelOk = m.ok && (m.body ?? '').includes(JSON.stringify(expected));
+      }
+    } finally {
+      destroyEndpoint(ep);
+    }
+    // A recorded pid is kept only once proven to be the process serving the port: a stop signals
+    // its whole process group, and after a crash the pid may be dead or reused (SPEC §6).
+    const identity = h.status !== undefined && modelOk && entry.pid !== null ? await this.fleet.identify(slot, entry.pid, entry.port) : undefined;
+    return () => {
+      if (h.status === undefined) {
+        this.orphan({ ...where, reason: `does not answer at ${ep.url} (${h.error ?? 'no answer'}); if a process still holds devices [${entry.devices.join(',')}] on ${entry.host}, stop it by hand` });
+        return 'orphan';
+      }
+      if (!modelOk) {
+        this.orphan({ ...where, reason: `answers at ${ep.url} but does not serve model ${expected}; slot kept reserved, not adopted` });
+        this.fleet.slots.reserve(slot.name, `foreign#${slot.name}`);
+        return 'kept';
+      }
+      const pid = identity?.proven === true ? entry.pid : null;
+      const r = this.fleet.registerAdopted(slot, entry, h.ok, pid);
+      if (r === undefined) return 'skipped';
+      if (identity !== undefined && !identity.proven) {
+        const stop = this.fleet.record(r.name)?.stopArgv !== undefined ? 'its host\'s stop_command stops it' : 'stop it by hand (the host has no stop_command)';
+        this.log.warn(
+          { event: 'adopt_pid_unproven', replica: r.name, recorded_pid: entry.pid, reason: identity.reason },
+          `adopting ${r.name} without its recorded pid ${entry.pid}: ${identity.reason}; the router will never signal that pid, ${stop}`,
+        );
+      }
+      if (!h.ok) {
+        this.fleet.reportOrphan({ ...where, reason: `answers ${h.status} at ${ep.url}: slot kept reserved, adopted as unready until its health checks pass` });
+        this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status, pid }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
+      } else {
+        this.log.info({ event: 'adopt', replica: r.name, pid, url: r.url }, `adopted ${r.name} (pid ${pid ?? 'unknown'}) without relaunching`);
+      }
+      return 'adopted';
+    };
+  }
+
+  private orphan(o: FleetService['orphans'][number]): void {
+    this.fleet.reportOrphan(o);
+    this.log.warn({ event: 'orphan', ...o }, `recorded replica ${o.slot}: ${o.reason}`);
+  }
+
+  private expectedModel(hostName: string): string | undefined {
+    const h = this.config.hosts.find((x) => x.name === hostName);
+    return h?.servedModelName ?? h?.model;
+  }
+}
