@@ -15,6 +15,7 @@ import { spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, writeTempConfig, type TestRouter } from '../support/router.js';
 import { freePortRange, MAIN_ENTRY } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
+import { StateService } from '../../src/modules/fleet/state.service.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 const mounts: string[] = [];
@@ -51,6 +52,9 @@ const readyz = async (router: TestRouter) => {
 const failures = (router: TestRouter) => router.logs().filter((l) => l['event'] === 'state_write_failed');
 const leftovers = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.tmp'));
 
+/** One more attempt to write the state file, awaited (a write that starts after the call). */
+const writeAttempt = (router: TestRouter): Promise<void> => router.app.get(StateService).write();
+
 /** A router owning one launched simulator, its state file at `path`. */
 async function routerWithReplica(path: string): Promise<TestRouter> {
   const base = await freePortRange(1);
@@ -82,10 +86,12 @@ describe('state file write failures (issue 7 §6)', () => {
     const sim = await spawnSim({ name: 'ro' });
     const router = await startTestRouter({ replicas: [{ name: 'ro', host: '127.0.0.1', port: sim.port }] }, ['--state-file', path], ENV);
     routers.push(router);
-    // new pins every 100 ms for 2.5 s: the 1 s flush tries (and fails) at least twice more
-    for (let i = 0; i < 25; i++) {
+    // the 1 s pin flush tries first; then three more attempts, each after new pins, fail the same way
+    await newSessions(router, 'ro-first', 1);
+    await waitFor(() => failures(router).length > 0, 5_000, 'the pin flush to fail');
+    for (let i = 0; i < 3; i++) {
       await newSessions(router, `ro-${i}`, 1);
-      await new Promise((r) => setTimeout(r, 100));
+      await writeAttempt(router);
     }
     const lines = failures(router);
     assert.equal(lines.length, 1, `logged once, not per attempt: ${JSON.stringify(lines)}`);
@@ -108,7 +114,7 @@ describe('state file write failures (issue 7 §6)', () => {
     const filler = fill(dir);
     for (let i = 0; i < 10; i++) {
       await newSessions(router, `full-${i}`, 2);
-      await new Promise((r) => setTimeout(r, 250));
+      await writeAttempt(router);
       assert.equal(readFileSync(path, 'utf8'), before, 'the previous complete file stays in place');
     }
     const lines = failures(router);
@@ -138,12 +144,11 @@ describe('state file write failures (issue 7 §6)', () => {
     assert.ok(readFileSync(path).length < 4096, 'the first file fits in one page');
     fill(dir, 4096); // one page left: the next, larger file gets a short write
     await newSessions(router, 'grow', 120);
-    const deadline = performance.now() + 2_500;
-    while (performance.now() < deadline) {
-      const text = readFileSync(path, 'utf8');
-      assert.doesNotThrow(() => JSON.parse(text), `torn state file (${text.length} bytes): ...${text.slice(-80)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // the write of all 140 pins does not fit: it fails part-way, and the file is still a whole one
+    await writeAttempt(router);
+    const text = readFileSync(path, 'utf8');
+    assert.doesNotThrow(() => JSON.parse(text), `torn state file (${text.length} bytes): ...${text.slice(-80)}`);
+    assert.deepEqual(leftovers(dir), [], 'no temporary file left behind');
     assert.equal(failures(router).length, 1, 'the failed write is logged');
   });
 
