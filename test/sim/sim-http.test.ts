@@ -2,23 +2,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { simRequest, simStream, spawnSim, stopAllSims, type SimProcess } from '../support/sim-process.js';
+import { pollUntil } from './poll-until.js';
 
 type Json = Record<string, unknown>;
 const json = (body: Buffer): Json => JSON.parse(body.toString('utf8')) as Json;
 const chat = (content: string, extra: Json = {}): string => JSON.stringify({ model: 'm', messages: [{ role: 'user', content }], ...extra });
 const words = (n: number): string => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
-
-async function pollUntil<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) assert.fail(`${what} not reached within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-    await sleep(20);
-  }
-}
 
 describe('simulator HTTP surface', () => {
   let sim: SimProcess;

@@ -3,21 +3,12 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { freePort, simRequest, simStream, spawnSim, stopAllSims, type SimProcess } from '../../test/support/sim-process.js';
+import { freePort, simRequest, simStream, spawnSim, stopAllSims, type SimProcess } from '../support/sim-process.js';
+import { pollUntil } from './poll-until.js';
 
 type Json = Record<string, unknown>;
 const chatBody = (extra: Json = {}): string => JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], ...extra });
 const streamBody = (maxTokens = 10): string => chatBody({ stream: true, max_tokens: maxTokens });
-
-async function pollUntil<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) assert.fail(`${what} not reached within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Tries one TCP connection: 'open' or the error code (ECONNREFUSED when nothing listens). */
 function probe(port: number): Promise<string> {
