@@ -1,12 +1,12 @@
+import { RecencyList } from './recency-list.js';
+
 /**
  * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (SPEC §4).
  *
  * Layout (1,000,000 sessions in ~130 bytes each): a `Map<string, slot>` whose values are small
- * integers, and the per-session fields in typed arrays indexed by slot — no object per session.
- * Recency is an intrusive doubly linked list over the slots (`prev`/`next` arrays): a touch moves the
- * slot to the tail with a few array writes, so `touch` (lookup + mark used) costs one hash lookup. The head is the
- * exact least recently used entry, and, since TTL is idle time, the first to expire: eviction and
- * sweeping only ever look at the head. O(1) per operation.
+ * integers, the per-session fields in typed arrays indexed by slot (no object per session), and a
+ * RecencyList over the slots: its head is the least recently used entry and, since TTL is idle
+ * time, the first to expire, so eviction and sweeping only look at the head. O(1) per operation.
  *
  * Releasing every pin of a replica (drain, removal) is O(1): the replica's `pinEpoch` moves on and
  * entries holding the old epoch read as released. They do not count against the cap and are dropped
@@ -42,12 +42,6 @@ export interface PinPass<T extends PinTarget> {
 const NONE = { status: 'none' } as const;
 const INITIAL_CAPACITY = 1024;
 
-export interface DirectoryStats {
-  readonly size: number;
-  readonly evictedLru: number;
-  readonly evictedTtl: number;
-}
-
 export class SessionDirectory<T extends PinTarget> {
   private readonly map = new Map<string, number>();
   private capacity = INITIAL_CAPACITY;
@@ -59,11 +53,8 @@ export class SessionDirectory<T extends PinTarget> {
    * `markSynced`, i.e. only with a shared store: 8 MB less at 1,000,000 sessions without one.
    */
   private syncedAtOf: Float64Array | undefined;
-  /** Recency list: -1 ends it. */
-  private prevOf = new Int32Array(INITIAL_CAPACITY);
-  private nextOf = new Int32Array(INITIAL_CAPACITY);
-  private head = -1;
-  private tail = -1;
+  /** Slots from least to most recently used. */
+  private readonly order = new RecencyList(INITIAL_CAPACITY);
   /** The id stored in each slot (the same string the map holds as its key). */
   private idOf: string[] = [];
   private readonly freeSlots: number[] = [];
@@ -109,7 +100,7 @@ export class SessionDirectory<T extends PinTarget> {
     const found = this.statusOf(s, now);
     if (found.status === 'live') {
       this.lastUsedOf[s] = now;
-      this.moveToTail(s);
+      this.order.moveToTail(s);
     }
     return found;
   }
@@ -129,7 +120,7 @@ export class SessionDirectory<T extends PinTarget> {
         target.pins++;
       }
       this.lastUsedOf[s] = now;
-      this.moveToTail(s);
+      this.order.moveToTail(s);
       return;
     }
     this.version++;
@@ -140,7 +131,7 @@ export class SessionDirectory<T extends PinTarget> {
     this.lastUsedOf[slot] = now;
     if (this.syncedAtOf !== undefined) this.syncedAtOf[slot] = -Infinity;
     this.idOf[slot] = id;
-    this.linkTail(slot);
+    this.order.append(slot);
     this.map.set(id, slot);
     target.pins++;
     if (this.map.size > this.maxSessions) this.evictOverCap(now);
@@ -183,7 +174,7 @@ export class SessionDirectory<T extends PinTarget> {
    */
   liveCount(now: number): number {
     let expired = 0;
-    for (let s = this.head; s >= 0; s = this.nextOf[s]!) {
+    for (let s = this.order.head; s >= 0; s = this.order.after(s)) {
       if (!this.isLive(s)) continue;
       if (now - this.lastUsedOf[s] <= this.ttlMs) break;
       expired++;
@@ -194,8 +185,8 @@ export class SessionDirectory<T extends PinTarget> {
   /** Drop expired entries (and stale ones met on the way) from the head; O(removed). */
   sweep(now: number): number {
     let removed = 0;
-    while (this.head >= 0) {
-      const s = this.head;
+    while (this.order.head >= 0) {
+      const s = this.order.head;
       if (!this.isLive(s)) {
         this.drop(s);
       } else if (now - this.lastUsedOf[s] > this.ttlMs) {
@@ -223,47 +214,20 @@ export class SessionDirectory<T extends PinTarget> {
     return { next, close: () => void (this.born === born && (this.born = undefined)) };
   }
 
-  stats(): DirectoryStats {
-    return { size: this.size, evictedLru: this.evictedLru, evictedTtl: this.evictedTtl };
-  }
-
   /**
    * Over the cap of live pins: the least recently used goes (expired ones are the LRU). Released
    * (stale) entries do not count against the cap, so they never push a live pin out; they are
    * dropped as they reach the front, and the map never holds more than twice the cap.
    */
   private evictOverCap(now: number): void {
-    while ((this.map.size - this.stale > this.maxSessions || this.map.size > 2 * this.maxSessions) && this.head >= 0) {
-      const s = this.head;
+    while ((this.map.size - this.stale > this.maxSessions || this.map.size > 2 * this.maxSessions) && this.order.head >= 0) {
+      const s = this.order.head;
       if (this.isLive(s)) {
         if (now - this.lastUsedOf[s] > this.ttlMs) this.evictedTtl++;
         else this.evictedLru++;
       }
       this.drop(s);
     }
-  }
-
-  private linkTail(s: number): void {
-    this.prevOf[s] = this.tail;
-    this.nextOf[s] = -1;
-    if (this.tail >= 0) this.nextOf[this.tail] = s;
-    else this.head = s;
-    this.tail = s;
-  }
-
-  private unlink(s: number): void {
-    const p = this.prevOf[s];
-    const n = this.nextOf[s];
-    if (p >= 0) this.nextOf[p] = n;
-    else this.head = n;
-    if (n >= 0) this.prevOf[n] = p;
-    else this.tail = p;
-  }
-
-  private moveToTail(s: number): void {
-    if (this.tail === s) return;
-    this.unlink(s);
-    this.linkTail(s);
   }
 
   private statusOf(s: number, now: number): PinLookup<T> {
@@ -281,7 +245,7 @@ export class SessionDirectory<T extends PinTarget> {
   private drop(s: number): void {
     this.map.delete(this.idOf[s]);
     this.idOf[s] = '';
-    this.unlink(s);
+    this.order.remove(s);
     this.forget(s);
     this.freeSlots.push(s);
   }
@@ -322,8 +286,7 @@ export class SessionDirectory<T extends PinTarget> {
     this.epochOf = copy(this.epochOf, (n) => new Int32Array(n));
     this.lastUsedOf = copy(this.lastUsedOf, (n) => new Float64Array(n));
     if (this.syncedAtOf !== undefined) this.syncedAtOf = copy(this.syncedAtOf, (n) => new Float64Array(n).fill(-Infinity));
-    this.prevOf = copy(this.prevOf, (n) => new Int32Array(n));
-    this.nextOf = copy(this.nextOf, (n) => new Int32Array(n));
+    this.order.grow(next);
     this.capacity = next;
   }
 }
