@@ -52,8 +52,7 @@ describe('data plane (SPEC §3)', () => {
     assert.equal((await sim.stats()).requests, before);
   });
 
-  it('relays a stream chunk by chunk: 20 token chunks 100 ms apart, first within 150 ms, then [DONE]', async () => {
-    const start = performance.now();
+  it('relays a stream chunk by chunk: 20 token chunks 100 ms apart, then [DONE]', async () => {
     const s = await simStream(`${router.url}/v1/chat/completions`, {
       headers: { 'x-session-id': 'streamer' },
       body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 20, messages: [{ role: 'user', content: 'count' }] }),
@@ -75,13 +74,30 @@ describe('data plane (SPEC §3)', () => {
     // 20 token chunks, then the finish chunk (sent right after the last token)
     const chunks = ev.filter((e) => e.data !== '[DONE]').slice(0, 20);
     assert.equal(ev.length, 22);
-    assert.ok(chunks[0].at - start < 150, `first chunk after ${chunks[0].at - start} ms`);
     // chunk by chunk: arrivals spread over ~1.9 s at the replica's pace. A loaded 2-core machine may
     // deliver a late timer's chunk next to the following one, so judge the median gap, not each gap.
     assert.ok(chunks.at(-1)!.at - chunks[0].at > 1_500);
     const gaps = chunks.slice(1).map((c, i) => c.at - chunks[i].at).sort((a, b) => a - b);
     assert.ok(gaps[Math.floor(gaps.length / 2)] > 70, `median gap ${gaps[Math.floor(gaps.length / 2)]} ms`);
     assert.ok(gaps.filter((g) => g < 30).length <= 3, `bunched gaps: ${gaps.map(Math.round).join(',')}`);
+  });
+
+  it('relays each chunk as it arrives, without waiting for more: a replica that stalls after two chunks has both at the client', async () => {
+    // Ordering instead of a first-chunk deadline: the replica writes its second chunk and then
+    // nothing (hang: body), so the client can only hold both if the router forwarded each at once.
+    await sim.setFaults({ hang: 'body' });
+    try {
+      const s = await simStream(`${router.url}/v1/chat/completions`, {
+        body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 20, messages: [{ role: 'user', content: 'stall' }] }),
+      });
+      assert.equal(s.status, 200);
+      await s.waitForEvents(2);
+      assert.equal(s.events.length, 2);
+      s.destroy();
+    } finally {
+      await sim.setFaults({ reset: true });
+    }
+    await waitFor(() => router.outstanding('only') === 0, 5_000, 'outstanding back to 0');
   });
 
   it('destroys the upstream request within 1 s of a client disconnect and frees the in-flight count', async () => {

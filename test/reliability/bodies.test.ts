@@ -20,6 +20,8 @@ interface Raw {
   /** The server closed the connection. */
   closed: boolean;
   ms: number;
+  /** performance.now() of the answer (or the close): `ms` after the connection was opened. */
+  endedAt: number;
   /** Bytes written by `feed` before the answer (or close). */
   sent: number;
 }
@@ -42,7 +44,8 @@ function raw(url: string, feed: (write: (b: Buffer | string) => void, stopped: (
       done = true;
       clearTimeout(timer);
       s.destroy();
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text, closed, ms: (answeredAt || performance.now()) - t0, sent });
+      const endedAt = answeredAt || performance.now();
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text, closed, ms: endedAt - t0, endedAt, sent });
     };
     const timer = setTimeout(() => finish(false), waitMs);
     s.on('data', (d: Buffer) => {
@@ -155,13 +158,12 @@ describe('bodies and slow clients (issue 7 §8)', () => {
         }
       }, 8_000);
     const slow = [...Array.from({ length: 20 }, dribbleHeaders), ...Array.from({ length: 20 }, dribbleBody)];
-    const latencies: number[] = [];
+    const answeredAt: number[] = [];
     const t0 = performance.now();
     while (performance.now() - t0 < 3_500) {
-      const s = performance.now();
       const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from('{"messages":[],"max_tokens":1}') });
       assert.equal(r.status, 200);
-      latencies.push(performance.now() - s);
+      answeredAt.push(performance.now());
     }
     const results = await Promise.all(slow);
     for (const [i, r] of results.entries()) {
@@ -172,11 +174,13 @@ describe('bodies and slow clients (issue 7 §8)', () => {
       assert.ok(r.ms >= limit - 100 && r.ms < limit + 2_500, `${kind} slowloris cut after ${Math.round(r.ms)} ms`);
       assert.ok(r.status === 0 || r.status === 408, `${kind}: ${r.text.slice(0, 100)}`);
     }
-    latencies.sort((a, b) => a - b);
-    // served all along: never stuck behind the slow clients (they hold their connection for 1-2 s each)
-    assert.ok(latencies.length >= 10, `only ${latencies.length} normal requests in 3.5 s`);
-    const p90 = latencies[Math.floor(latencies.length * 0.9)];
-    assert.ok(p90 < 900, `normal requests were held up: p90 ${Math.round(p90)} ms`);
+    // served all along, never stuck behind the slow clients: judged by order, not by a latency
+    // bound a loaded runner can overshoot. Normal requests were answered while all 40 slow clients
+    // still held their connections (the first is cut at --header-timeout, 1 s).
+    assert.ok(answeredAt.length >= 10, `only ${answeredAt.length} normal requests in 3.5 s`);
+    const firstCut = Math.min(...results.map((r) => r.endedAt));
+    const meanwhile = answeredAt.filter((at) => at < firstCut).length;
+    assert.ok(meanwhile >= 3, `only ${meanwhile} normal requests answered before the first slow client was cut`);
     const acc = await accounting(router.url);
     assert.equal(acc.received, acc.terminated, 'every request that reached the data plane ended once');
     assert.equal(acc.inflight, 0);
