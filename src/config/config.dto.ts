@@ -75,6 +75,8 @@ export class RoutingDto {
   @Optional() @Check(integer(0)) readonly affinity_slack?: number;
   @Optional() @Check(seconds) readonly session_ttl?: number;
   @Optional() @Check(integer(1)) readonly max_sessions?: number;
+  @Optional() @Check(boolean) readonly prefix_affinity?: boolean;
+  @Optional() @Check(integer(1)) readonly prefix_blocks?: number;
 }
 
 /** `health`: active health checking (seconds in the file). */

@@ -91,6 +91,8 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
       policy: str('routing-policy') as RoutingPolicy,
       sessionTtlMs: num('session-ttl'),
       maxSessions: num('max-sessions'),
+      prefixAffinity: setting('prefix-affinity')?.value === true,
+      prefixBlocks: num('prefix-blocks'),
     },
     health: {
       path: str('health-path'),

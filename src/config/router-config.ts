@@ -70,6 +70,10 @@ export interface RoutingSettings {
   readonly affinitySlack: number;
   readonly sessionTtlMs: number;
   readonly maxSessions: number;
+  /** Route session-less requests by prompt prefix (SPEC §4.1). */
+  readonly prefixAffinity: boolean;
+  /** Cap of the prefix index, in blocks. */
+  readonly prefixBlocks: number;
 }
 
 export interface HealthSettings {

@@ -3,6 +3,8 @@ import { RouterConfig } from '../../config/router-config.js';
 import { Clock } from '../../common/clock.js';
 import type { Replica } from '../registry/replica.js';
 import { peekTopLevelString } from './body-peek.js';
+import { bodyPromptChain } from './prefix-hash.js';
+import { PrefixIndex } from './prefix-index.js';
 import { resolveSessionId, type ResolvedSession } from './session-id.js';
 import { SessionDirectory } from './session-directory.js';
 
@@ -10,6 +12,8 @@ import { SessionDirectory } from './session-directory.js';
 @Injectable()
 export class AffinityService {
   readonly directory: SessionDirectory<Replica>;
+  /** Which replica last served which prompt prefix (SPEC §4.1); undefined when `prefix_affinity` is off. */
+  readonly prefixes: PrefixIndex<Replica> | undefined;
   readonly headerName: string;
   private readonly bodyField: string;
   private readonly bodyNeedle: Buffer;
@@ -19,15 +23,23 @@ export class AffinityService {
     readonly clock: Clock,
   ) {
     this.directory = new SessionDirectory<Replica>(config.routing.sessionTtlMs, config.routing.maxSessions);
+    this.prefixes = config.routing.prefixAffinity ? new PrefixIndex<Replica>(config.routing.prefixBlocks) : undefined;
     this.headerName = config.routing.sessionHeader.toLowerCase();
     this.bodyField = config.routing.bodyField;
     this.bodyNeedle = Buffer.from(JSON.stringify(this.bodyField));
   }
 
-  /** Effective session of a request: header value as received, and the buffered body. */
+  /**
+   * Effective session of a request: header value as received, and the buffered body. A request with
+   * no id at all also gets its prompt's block-hash chain (prefix affinity); the body of one with an
+   * id is never parsed.
+   */
   resolve(header: string | string[] | undefined, body: Buffer | undefined): ResolvedSession {
     const h = Array.isArray(header) ? header[0] : header;
     const bodyId = body === undefined ? undefined : peekTopLevelString(body, this.bodyField, this.bodyNeedle);
-    return resolveSessionId(h, bodyId);
+    const session = resolveSessionId(h, bodyId);
+    if (session.source !== 'minted' || body === undefined || this.prefixes === undefined) return session;
+    const prefix = bodyPromptChain(body);
+    return prefix.blocks.length === 0 ? session : { ...session, prefix };
   }
 }

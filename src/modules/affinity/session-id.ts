@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { CLIENT_ID } from '../../common/client-id.js';
+import type { PromptChain } from './prefix-hash.js';
 
 export type SessionSource = 'header' | 'body' | 'minted';
 
@@ -8,6 +9,11 @@ export interface ResolvedSession {
   readonly source: SessionSource;
   /** True when the client's id was invalid and `id` is its stable replacement. */
   readonly replaced: boolean;
+  /**
+   * A `minted` session only, with prefix affinity on: the block-hash chain of its prompt
+   * (prefix-hash.ts), absent when the body has no usable prompt.
+   */
+  readonly prefix?: PromptChain;
 }
 
 /** `h-` + first 32 hex chars of sha256 over the id's bytes: same bad id, same session, every turn. */

@@ -13,6 +13,7 @@ import { RedisService } from '../cluster/redis.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
 import { routeLabel } from './route-label.js';
+import { registerPrefixMetrics } from './prefix-metrics.js';
 
 const P = 'affinity_router_';
 const STATES: readonly ReplicaState[] = ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'];
@@ -136,6 +137,7 @@ export class MetricsService {
         this.set(affinity.directory.liveCount(affinity.clock.now()));
       },
     });
+    registerPrefixMetrics(reg, P, affinity, routing);
     monotonic(reg, `${P}session_evictions_total`, 'Sessions dropped from the directory, by cause (lru: over --max-sessions; ttl: idle past --session-ttl).', 'cause', () => ({
       lru: affinity.directory.evictedLru,
       ttl: affinity.directory.evictedTtl,

@@ -93,7 +93,7 @@ export class DataPlaneService {
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
     const publish = this.routing.shared.enabled ? await this.routing.syncShared(ex.session.id) : false;
     if (ex.closed) return;
-    const d = this.routing.route(ex.session.id, publish);
+    const d = this.routing.route(ex.session.id, publish, ex.session.prefix);
     if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
     if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica');
     this.send(ex, d);

@@ -40,7 +40,7 @@ export function queuedExchange(ex: Exchange, sessionId: string, publish: boolean
     }
     failExchange(ex, 'overloaded', 'rejected', `no replica had room within the router's queue timeout (${timeoutSeconds} s)`);
   };
-  return { sessionId, publish, admit, refuse };
+  return { sessionId, publish, prefix: ex.session?.prefix, admit, refuse };
 }
 
 /**

@@ -4,6 +4,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { RoutingService } from './routing.service.js';
 import type { Decision } from './routing.policy.js';
+import type { PromptChain } from '../affinity/prefix-hash.js';
 
 /** A decision that names a replica. */
 export type Routed = Exclude<Decision<Replica>, { kind: 'none' } | { kind: 'wait' }>;
@@ -19,6 +20,8 @@ export interface Waiter {
   readonly sessionId: string;
   /** Publish the decision to the shared store even when it retains the pin (RoutingService.route). */
   readonly publish: boolean;
+  /** A session-less request's prompt chain (prefix affinity), routed by it when it leaves the queue. */
+  readonly prefix?: PromptChain;
   /** A replica has room: dispatch there (the decision is applied: pinned, counted). */
   admit(d: Routed): void;
   /** Leave the queue unanswered by a replica: the data plane answers the client. */
@@ -98,7 +101,7 @@ export class AdmissionService implements OnApplicationShutdown {
     this.pumping = true;
     try {
       for (const q of this.queue.values()) {
-        const d = this.routing.route(q.waiter.sessionId, q.waiter.publish);
+        const d = this.routing.route(q.waiter.sessionId, q.waiter.publish, q.waiter.prefix);
         if (d.kind === 'wait') return;
         this.take(q.waiter);
         if (d.kind === 'none') {

@@ -28,11 +28,15 @@ export type PinState<R extends RoutableView> =
   | { readonly status: 'none' }
   | { readonly status: 'live'; readonly replica: R }
   | { readonly status: 'expired'; readonly replica: R }
-  | { readonly status: 'released'; readonly replica: R; readonly reason: 'draining' | 'removed' };
+  | { readonly status: 'released'; readonly replica: R; readonly reason: 'draining' | 'removed' }
+  /** No session pin, but `replica` last served the longest matching prompt prefix (SPEC §4.1). */
+  | { readonly status: 'prefix'; readonly replica: R };
 
 /** `wait`: routable replicas exist but every one is full; the request waits in the admission queue. */
 export type Decision<R extends RoutableView> =
   | { readonly kind: 'retain'; readonly replica: R }
+  /** Kept on the replica holding the request's longest prompt prefix (a session-less request). */
+  | { readonly kind: 'prefix'; readonly replica: R }
   | { readonly kind: 'initialize'; readonly replica: R }
   | { readonly kind: 'switch'; readonly replica: R; readonly reason: SwitchReason }
   | { readonly kind: 'wait' }
@@ -80,13 +84,17 @@ export function decide<R extends RoutableView>(
       return { kind: 'switch', replica: least, reason: 'expired' };
     case 'released':
       return { kind: 'switch', replica: least, reason: pin.reason };
-    case 'live': {
+    case 'live':
+    case 'prefix': {
+      // A prefix match is held to the same rule as a pin.
       const pinned = pin.replica;
       if (!pinned.routable) {
         return { kind: 'switch', replica: least, reason: pinned.draining ? 'draining' : 'unhealthy' };
       }
       // A full pinned replica is overloaded whatever the slack says: its next place goes to the queue.
-      if (!pinned.full && pinned.load <= least.load + slack) return { kind: 'retain', replica: pinned };
+      if (!pinned.full && pinned.load <= least.load + slack) {
+        return pin.status === 'live' ? { kind: 'retain', replica: pinned } : { kind: 'prefix', replica: pinned };
+      }
       return { kind: 'switch', replica: least, reason: 'overload' };
     }
   }
@@ -96,6 +104,7 @@ export function decide<R extends RoutableView>(
 export function affinityHeader(d: Decision<RoutableView>): string {
   switch (d.kind) {
     case 'retain':
+    case 'prefix':
     case 'initialize':
       return d.kind;
     case 'switch':

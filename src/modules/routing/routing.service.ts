@@ -3,6 +3,7 @@ import { RouterConfig } from '../../config/router-config.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { SharedSessions } from '../affinity/shared-sessions.js';
 import type { PinLookup } from '../affinity/session-directory.js';
+import type { PromptChain } from '../affinity/prefix-hash.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { decide, leastOutstanding, type Decision, type PinState } from './routing.policy.js';
@@ -21,6 +22,7 @@ export class RoutingService {
   private rejectedCount = 0;
   private affinityHitCount = 0;
   private readonly releaseListeners: Array<(r: Replica) => void> = [];
+  private readonly prefixListeners: Array<(blocks: number) => void> = [];
 
   constructor(
     config: RouterConfig,
@@ -32,6 +34,7 @@ export class RoutingService {
     this.policy = config.routing.policy;
     registry.onRemoved((r) => {
       affinity.directory.release(r);
+      affinity.prefixes?.release(r);
       const n = registry.list.length;
       this.counter = n === 0 ? 0 : this.counter % n;
     });
@@ -64,8 +67,9 @@ export class RoutingService {
     return true;
   }
 
-  route(sessionId: string, publish = false): Decision<Replica> {
-    const d = this.decideAndApply(sessionId);
+  /** `prefix`: the prompt's block-hash chain of a session-less request (SPEC §4.1). */
+  route(sessionId: string, publish = false, prefix?: PromptChain): Decision<Replica> {
+    const d = this.decideAndApply(sessionId, prefix);
     if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait' && (publish || d.kind !== 'retain')) {
       this.shared.publish(sessionId, d.replica.name);
       this.affinity.directory.markSynced(sessionId, this.affinity.clock.now());
@@ -73,20 +77,34 @@ export class RoutingService {
     return d;
   }
 
-  private decideAndApply(sessionId: string): Decision<Replica> {
+  private decideAndApply(sessionId: string, prefix: PromptChain | undefined): Decision<Replica> {
     const now = this.affinity.clock.now();
     if (this.policy !== 'affinity') return this.baseline(sessionId, now);
     // A live pin is marked used here; a decision to retain it then needs no second write.
-    const pin = toPinState(this.affinity.directory.touch(sessionId, now));
+    const found = this.affinity.directory.touch(sessionId, now);
+    const index = this.affinity.prefixes;
+    const match = found.status === 'none' && prefix !== undefined ? index?.match(prefix.blocks) : undefined;
+    // A match short of the first turn (a shared system prompt alone) is no conversation: `initialize`.
+    const useful = match !== undefined && match.blocks >= prefix!.minMatch;
+    const pin: PinState<Replica> = useful ? { status: 'prefix', replica: match.target } : toPinState(found);
     const d = decide(this.registry.list, this.counter, pin, this.slack);
     if (d.kind === 'none') {
       this.rejectedCount++;
       return d;
     }
     if (d.kind === 'wait') return d;
+    if (prefix !== undefined && index !== undefined) {
+      // Once per routed request (a queued one is counted when it leaves the queue).
+      index.record(prefix.blocks, d.replica);
+      for (const l of this.prefixListeners) l(match?.blocks ?? 0);
+    }
     if (d.kind === 'retain') {
       d.replica.routed++;
       this.affinityHitCount++;
+    } else if (d.kind === 'prefix') {
+      // An affinity choice like a retain: the minted session is pinned, the cursor stays.
+      this.affinity.directory.pin(sessionId, d.replica, now);
+      d.replica.routed++;
     } else {
       this.apply(sessionId, d.replica, now);
     }
@@ -142,12 +160,18 @@ export class RoutingService {
   /** Take a replica out of rotation for good or for a drain: its sessions re-route next turn. */
   releasePins(r: Replica): void {
     this.affinity.directory.release(r);
+    this.affinity.prefixes?.release(r);
     for (const l of this.releaseListeners) l(r);
   }
 
   /** A replica left rotation (drain, cordon): admission re-checks what its queue can still reach. */
   onRelease(l: (r: Replica) => void): void {
     this.releaseListeners.push(l);
+  }
+
+  /** Every routed session-less request with a prompt: how many blocks of it the index matched (0: none). */
+  onPrefixRouted(l: (blocks: number) => void): void {
+    this.prefixListeners.push(l);
   }
 
   /** A new or moved pin: pinned, counted, and the tiebreak cursor moves past `r`. */
