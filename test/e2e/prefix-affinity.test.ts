@@ -157,4 +157,22 @@ describe('prefix affinity for requests without a session id (SPEC §4.1)', () =>
     }
     await waitFor(() => sims.every((s) => router.outstanding(s.name) === 0), 5_000, 'in-flight back to 0');
   });
+  it('forgets the prefixes of a drained replica: the next turn is a new conversation elsewhere, not a switch', async () => {
+    const conv = new Conversation(300);
+    await conv.turn(router.url);
+    const home = replicaOf(await conv.turn(router.url));
+    const cordon = await adminCall(router, 'PATCH', `/replicas/${home}`, { body: { draining: true } });
+    assert.equal(cordon.status, 200, JSON.stringify(cordon.body));
+    try {
+      const next = await conv.turn(router.url);
+      assert.notEqual(replicaOf(next), home);
+      assert.equal(next.headers['x-router-affinity'], 'initialize');
+      // Recorded for the new replica: the turn after stays there.
+      const after = await conv.turn(router.url);
+      assert.equal(after.headers['x-router-affinity'], 'prefix');
+      assert.equal(replicaOf(after), replicaOf(next));
+    } finally {
+      await adminCall(router, 'PATCH', `/replicas/${home}`, { body: { draining: false } });
+    }
+  });
 });
