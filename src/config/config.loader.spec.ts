@@ -106,7 +106,9 @@ describe('defaults and derived values', () => {
       [c.listenHost, c.listenPort, c.requestTimeoutMs, c.streamIdleTimeoutMs, c.connectTimeoutMs, c.modelsTimeoutMs, c.launchTimeoutMs, c.drainTimeoutMs],
       ['0.0.0.0', 8000, 3_600_000, 600_000, 5_000, 5_000, 600_000, 300_000],
     );
-    assert.deepEqual(c.routing, { sessionHeader: 'x-session-id', bodyField: 'session_id', affinitySlack: 8, policy: 'affinity', sessionTtlMs: 600_000, maxSessions: 100_000, prefixAffinity: true, prefixBlocks: 1_000_000 });
+    const { prefixAffinity, prefixBlocks, ...sessions } = c.routing;
+    assert.deepEqual(sessions, { sessionHeader: 'x-session-id', bodyField: 'session_id', affinitySlack: 8, policy: 'affinity', sessionTtlMs: 600_000, maxSessions: 100_000 });
+    assert.deepEqual([prefixAffinity, prefixBlocks], [true, 1_000_000]);
     assert.deepEqual(c.health, { path: '/health', intervalMs: 5_000, timeoutMs: 2_000, fall: 2, rise: 1 });
     assert.deepEqual([c.maxBodyBytes, c.logLevel, c.stateFile, c.discardState, c.adminToken, c.adminOpen], [64 * 1024 * 1024, 'info', undefined, false, undefined, false]);
   });

@@ -81,7 +81,7 @@ export const FLAGS = [
     min: 0,
     file: 'routing.affinity_slack',
   }),
-  flag('prefix-affinity', 'boolean', 'true', 'route requests with no session id by their prompt prefix (SPEC 4.1); ROUTER_PREFIX_AFFINITY=false or routing.prefix_affinity: false turns it off', {
+  flag('prefix-affinity', 'boolean', 'true', 'route requests with no session id by prompt prefix (off: ROUTER_PREFIX_AFFINITY=false)', {
     file: 'routing.prefix_affinity',
   }),
   flag('prefix-blocks', 'count', '1000000', 'prompt-prefix blocks remembered (under 100 bytes each; least recently used dropped first)', {
