@@ -175,4 +175,43 @@ describe('prefix affinity for requests without a session id (SPEC §4.1)', () =>
       await adminCall(router, 'PATCH', `/replicas/${home}`, { body: { draining: false } });
     }
   });
+  it('a queued session-less request keeps its prefix: it leaves the queue for the holder with room (prefix)', async () => {
+    const two = await startTestRouter(
+      { replicas: sims.slice(0, 2).map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port, max_inflight: 1 })) },
+      ['--affinity-slack', '2'],
+      { ROUTER_ADMIN_TOKEN: TEST_TOKEN },
+    );
+    const open: SimStream[] = [];
+    try {
+      const conv = new Conversation(400);
+      const home = replicaOf(await conv.turn(two.url));
+      const other = sims.slice(0, 2).find((s) => s.name !== home)!.name;
+      const hold = async (replica: string): Promise<SimStream> => {
+        const put = await adminCall(two, 'PUT', `/sessions/hold-${replica}`, { body: { replica } });
+        assert.equal(put.status, 200);
+        const s = await simStream(`${two.url}/v1/chat/completions`, {
+          headers: { 'x-session-id': `hold-${replica}` },
+          body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 20_000, messages: [{ role: 'user', content: 'hold' }] }),
+        });
+        open.push(s);
+        assert.equal(replicaOf(s), replica);
+        return s;
+      };
+      const atHome = await hold(home);
+      await hold(other);
+      const queued = conv.turn(two.url);
+      await waitFor(
+        async () => sum(parseProm((await simRequest(`${two.url}/metrics`)).body.toString()).samples, 'affinity_router_queue_depth') === 1,
+        5_000,
+        'the turn to queue',
+      );
+      atHome.destroy();
+      const r = await queued;
+      assert.equal(r.headers['x-router-affinity'], 'prefix');
+      assert.equal(replicaOf(r), home);
+    } finally {
+      for (const s of open) s.destroy();
+      await two.close();
+    }
+  });
 });
