@@ -140,7 +140,11 @@ describe('scale-out through Redis (issue 8)', () => {
       const r = await ask(router, 'during');
       assert.equal(r.status, 200);
       assert.equal(r.headers['x-replica-name'], first.headers['x-replica-name'], 'local affinity still holds');
-      assert.ok(performance.now() - t0 < 500);
+      // Not held up by Redis: its commands fail at once while it is down (at worst after the 100 ms
+      // command timeout). The bound is far above that and far below a request held until Redis
+      // returns, rather than a latency a loaded runner may overshoot.
+      const took = performance.now() - t0;
+      assert.ok(took < 2_000, `answered after ${Math.round(took)} ms with Redis down`);
     }
     const metrics = (await simRequest(`${router.url}/metrics`)).body.toString();
     assert.match(metrics, /affinity_router_session_store_up 0/);
