@@ -16,6 +16,7 @@
  * Every request ends in exactly one client-side outcome: completed (200, complete, last event
  * `data: [DONE]`), aborted (by this client, mid-stream), or an error counted by kind.
  */
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,6 +43,12 @@ export interface ProductionLoadSpec {
   readonly outputTokens: readonly [number, number];
   /** A stream silent for this long is destroyed and counted as an error. */
   readonly idleTimeoutMs: number;
+  /**
+   * When set, every request carries `X-Request-Id: w<seed>-<n>` (the router keeps a valid incoming
+   * id and logs it) and this file receives one `<id>\t<outcome>` line per request at the end, so
+   * the bench can join what the client saw with the router's log, request by request.
+   */
+  readonly outcomesFile?: string;
 }
 
 /** A snapshot of the counters, taken every second (and at each phase change). */
@@ -111,6 +118,8 @@ class ProductionLoad {
   private phase: ProductionProgress['phase'] = 'ramp';
   private stopAt = Infinity;
   private sent = 0;
+  /** `<id>\t<outcome>` per request, kept only with `outcomesFile`. */
+  private readonly outcomes: string[] = [];
   private completed = 0;
   private aborted = 0;
   private errors = 0;
@@ -155,6 +164,7 @@ class ProductionLoad {
     this.enter('done');
     lag.disable();
     this.agent.destroy();
+    if (this.spec.outcomesFile !== undefined) writeFileSync(this.spec.outcomesFile, this.outcomes.map((l) => `${l}\n`).join(''));
     return {
       sent: this.sent,
       completed: this.completed,
@@ -249,6 +259,8 @@ class ProductionLoad {
       const startAt = performance.now();
       const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
       if (sessionHeader !== null) headers['x-session-id'] = sessionHeader;
+      const requestId = `w${this.spec.seed}-${this.sent + 1}`;
+      if (this.spec.outcomesFile !== undefined) headers['x-request-id'] = requestId;
       let settled = false;
       let got = 0;
       let lastAt = NaN;
@@ -257,6 +269,7 @@ class ProductionLoad {
         if (settled) return;
         settled = true;
         this.open--;
+        if (this.spec.outcomesFile !== undefined) this.outcomes.push(`${requestId}\t${typeof o === 'string' ? o : o.error}`);
         resolve(o);
       };
       let routerAnswered = false;

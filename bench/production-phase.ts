@@ -17,6 +17,7 @@ import type { ProductionLoadResult, ProductionLoadSpec, ProductionProgress } fro
 import { cpuSeconds, listenOverflows, machineCpu, MetricsWatch, Poller, ProcWatch } from './production-watch.js';
 import { startNodeProxy } from './reference-proxies.js';
 import type { BenchContext } from './scenario.js';
+import { summarize } from './stats.js';
 
 /** Compiled load-generator child (`dist-test/bench/production-child.js`). */
 const LOAD_CHILD = resolve(dirname(fileURLToPath(import.meta.url)), 'production-child.js');
@@ -48,6 +49,11 @@ export interface SteadyWindow {
 export interface RouterObservations {
   /** Router log lines announcing a replica `unready` (each one a demotion). */
   readonly unreadyLines: string[];
+  /** Seconds after the router started at which a replica turned unready (log times); how often one turned ready again. */
+  readonly unreadyAtS: number[];
+  readonly readyAgain: number;
+  /** The router's probes that took longer than 1 s (from affinity_router_health_check_duration_seconds). */
+  readonly probesOver1s: number;
   /** Warn-or-worse lines that are not per-request lines (first few). */
   readonly problemLines: string[];
   readonly probes: { readonly ok: number; readonly fail: number };
@@ -62,6 +68,19 @@ export interface RouterObservations {
   readonly inflightAfter: number;
   /** Replicas whose `replica_state{state="ready"}` was not 1 in the last scrape. */
   readonly notReadyAtEnd: string[];
+  /** Each request the client sent, joined with the router's log line of the same `X-Request-Id`. */
+  readonly join: RequestJoin;
+}
+
+/** Client outcome × router termination cause, request by request. */
+export interface RequestJoin {
+  /** client outcome → router cause (`not received` when the router logged no line for it) → requests. */
+  readonly matrix: Record<string, Record<string, number>>;
+  readonly clientRequests: number;
+  readonly routerLines: number;
+  /** Router lines whose id the client never sent, and ids the router logged twice (both must be 0). */
+  readonly unknownIds: number;
+  readonly duplicateIds: number;
 }
 
 /** Polls of one or several /health URLs. */
@@ -69,6 +88,7 @@ export interface PollSummary {
   readonly polls: number;
   readonly bad: number;
   readonly maxMs: number;
+  readonly p99Ms: number;
   readonly problems: string[];
 }
 
@@ -150,7 +170,8 @@ async function measure(
   // Fresh connections, as a load balancer probes the router and the router probes its replicas.
   const routerHealth = router === null ? null : new Poller(`${url}/health`, { intervalMs: 1_000, judge: readyJudge(sims.length) });
   const simsHealth = router === null ? [] : sims.map((s) => new Poller(`${s.url}/health`, { intervalMs: 1_000 }));
-  const spec: ProductionLoadSpec = { ...plan.load, url };
+  const outcomesFile = router === null ? undefined : join(ctx.tmpDir, 'w-outcomes.tsv');
+  const spec: ProductionLoadSpec = { ...plan.load, url, ...(outcomesFile === undefined ? {} : { outcomesFile }) };
   ctx.log(
     `w: ${plan.target}: ${spec.streams} streams ramped over ${spec.rampMs / 1000} s, + ${spec.newSessionsPerS} new sessions/s, for ${spec.durationMs / 1000} s`,
   );
@@ -195,7 +216,7 @@ async function measure(
     after,
     accept: { peakQueue: proc.peakAcceptQueue, backloggedS: proc.backloggedSamples, overflows: listenOverflows() - overflowsBefore },
     sims: totals,
-    router: router === null || watch === null || routerHealth === null ? null : observeRouter(router, watch, routerHealth, simsHealth),
+    router: router === null || watch === null || routerHealth === null ? null : observeRouter(router, watch, routerHealth, simsHealth, outcomesFile ?? ''),
   };
 }
 
@@ -282,9 +303,22 @@ function steadyWindow(ticks: readonly Tick[], spec: ProductionLoadSpec): SteadyW
   };
 }
 
-function observeRouter(router: QuietRouter, watch: MetricsWatch, routerHealth: Poller, simsHealth: readonly Poller[]): RouterObservations {
+function observeRouter(
+  router: QuietRouter,
+  watch: MetricsWatch,
+  routerHealth: Poller,
+  simsHealth: readonly Poller[],
+  outcomesFile: string,
+): RouterObservations {
   const s: Sample[] = watch.last;
   const log = readFileSync(router.logFile, 'utf8').split('\n');
+  const started = ((): number => {
+    const line = log.find((l) => l.includes('"event":"listening"'));
+    return line === undefined ? NaN : Number((JSON.parse(line) as { time?: number }).time);
+  })();
+  const transitions = (event: 'ready' | 'unready'): number[] =>
+    log.filter((l) => l.includes(`"event":"${event}"`)).map((l) => Math.round((Number((JSON.parse(l) as { time?: number }).time) - started) / 100) / 10);
+  const unreadyAtS = transitions('unready');
   const by = (name: string, label: string): Record<string, number> => {
     const out: Record<string, number> = {};
     for (const x of s) if (x.name === name) out[x.labels[label] ?? '?'] = (out[x.labels[label] ?? '?'] ?? 0) + x.value;
@@ -295,10 +329,15 @@ function observeRouter(router: QuietRouter, watch: MetricsWatch, routerHealth: P
     polls: ps.reduce((n, p) => n + p.polls, 0),
     bad: ps.reduce((n, p) => n + p.bad, 0),
     maxMs: Math.max(0, ...ps.map((p) => p.maxMs)),
+    p99Ms: summarize(ps.flatMap((p) => p.latencies)).p99,
     problems: ps.flatMap((p) => p.problems.map((x) => `${p.url}: ${x}`)).slice(0, 10),
   });
+  const join = joinRequests(outcomesFile, log);
   return {
     unreadyLines: log.filter((l) => l.includes('"event":"unready"')),
+    unreadyAtS,
+    readyAgain: transitions('ready').filter((t) => t > (unreadyAtS[0] ?? Infinity)).length,
+    probesOver1s: sum(s, 'affinity_router_health_check_duration_seconds_count') - sum(s, 'affinity_router_health_check_duration_seconds_bucket', { le: '1' }),
     problemLines: router.problems().lines.slice(0, 10),
     probes: { ok: sum(s, 'affinity_router_health_checks_total', { result: 'ok' }), fail: sum(s, 'affinity_router_health_checks_total', { result: 'fail' }) },
     routerHealth: poll([routerHealth]),
@@ -314,8 +353,36 @@ function observeRouter(router: QuietRouter, watch: MetricsWatch, routerHealth: P
     byStatus: by('affinity_router_requests_total', 'status'),
     byDecision: by('affinity_router_requests_total', 'decision'),
     inflightAfter: sum(s, 'affinity_router_replica_inflight'),
+    join,
     notReadyAtEnd: s
       .filter((x) => x.name === 'affinity_router_replica_state' && x.labels['state'] === 'ready' && x.value !== 1)
       .map((x) => x.labels['replica'] ?? '?'),
   };
+}
+
+/** Joins the generator's `<id>\t<outcome>` lines with the router's per-request log lines (`reqId`, `cause`). */
+function joinRequests(outcomesFile: string, log: readonly string[]): RequestJoin {
+  const causeById = new Map<string, string>();
+  let routerLines = 0;
+  let duplicateIds = 0;
+  for (const line of log) {
+    if (!line.includes('"event":"request"')) continue;
+    const { reqId, cause } = JSON.parse(line) as { reqId?: string; cause?: string };
+    if (reqId === undefined) continue;
+    routerLines++;
+    if (causeById.has(reqId)) duplicateIds++;
+    causeById.set(reqId, cause ?? '?');
+  }
+  const matrix: Record<string, Record<string, number>> = {};
+  let clientRequests = 0;
+  for (const line of readFileSync(outcomesFile, 'utf8').split('\n')) {
+    if (line === '') continue;
+    const [id = '', outcome = '?'] = line.split('\t');
+    clientRequests++;
+    const cause = causeById.get(id) ?? 'not received';
+    causeById.delete(id);
+    const row = (matrix[outcome] ??= {});
+    row[cause] = (row[cause] ?? 0) + 1;
+  }
+  return { matrix, clientRequests, routerLines, unknownIds: causeById.size, duplicateIds };
 }

@@ -2,7 +2,8 @@
  * What scenario (w) watches from outside while the load runs: CPU time of a process and of the
  * machine (/proc), RSS and fds of the router, HTTP pollers (the router's `/health`, each
  * simulator's `/health`, one fresh connection per poll, as a load balancer or the router's own
- * probe does), and the router's /metrics scraped every few seconds for its event-loop delay
+ * probe does), and the router's /metrics scraped every few seconds (over one kept-alive
+ * connection, as Prometheus does) for its event-loop delay
  * (prom-client's default `nodejs_eventloop_lag_*` gauges, which restart at every scrape).
  */
 import { spawnSync } from 'node:child_process';
@@ -10,7 +11,6 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseProm, type Sample } from '../test/support/prom.js';
-import { simRequest } from '../test/support/sim-process.js';
 import { procStats } from './processes.js';
 
 const CLK_TCK = ((): number => {
@@ -62,6 +62,25 @@ export function listenOverflows(): number {
   return i < 0 || values === undefined ? NaN : Number(values.split(' ')[i]);
 }
 
+/** `GET url` with a bound from its start (connecting included): the status and body, or the error. */
+export function httpGet(url: string, agent: http.Agent | false, timeoutMs: number): Promise<{ status: number; body: string } | Error> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('error', (e) => {
+      clearTimeout(timer);
+      resolve(e);
+    });
+  });
+}
+
 /** How a {@link Poller} polls. */
 export interface PollOptions {
   readonly intervalMs: number;
@@ -81,6 +100,8 @@ export class Poller {
   polls = 0;
   bad = 0;
   maxMs = 0;
+  /** Every poll's latency (ms), answered or not. */
+  readonly latencies: number[] = [];
   readonly problems: string[] = [];
   private stopped = false;
   private readonly agent: http.Agent | false;
@@ -101,6 +122,7 @@ export class Poller {
       const ms = performance.now() - t;
       this.polls++;
       this.maxMs = Math.max(this.maxMs, ms);
+      this.latencies.push(ms);
       if (problem !== null) {
         this.bad++;
         if (this.problems.length < 10) this.problems.push(`${new Date().toISOString()} ${problem} (after ${Math.round(ms)} ms)`);
@@ -111,24 +133,10 @@ export class Poller {
   }
 
   /** One GET; resolves with the problem, or null when it answered 200 and the judge agreed. */
-  private poll(): Promise<string | null> {
-    const timeoutMs = this.opts.timeoutMs ?? 5_000;
-    return new Promise((resolve) => {
-      const req = http.get(this.url, { agent: this.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          clearTimeout(timer);
-          const body = Buffer.concat(chunks).toString('utf8');
-          resolve(res.statusCode === 200 ? (this.opts.judge?.(body) ?? null) : `status ${res.statusCode ?? 0}`);
-        });
-      });
-      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      req.on('error', (e) => {
-        clearTimeout(timer);
-        resolve(e.message);
-      });
-    });
+  private async poll(): Promise<string | null> {
+    const r = await httpGet(this.url, this.agent, this.opts.timeoutMs ?? 5_000);
+    if (r instanceof Error) return r.message;
+    return r.status === 200 ? (this.opts.judge?.(r.body) ?? null) : `status ${r.status}`;
   }
 
   /** Stops after the poll in progress. */
@@ -152,6 +160,8 @@ export class MetricsWatch {
   readonly windows: LagWindow[] = [];
   last: Sample[] = [];
   failures = 0;
+  /** Kept alive, as Prometheus scrapes: the windows then measure the loop, not the accept queue. */
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   private stopped = false;
   private readonly loop: Promise<void>;
 
@@ -164,9 +174,10 @@ export class MetricsWatch {
 
   /** One scrape now; records its lag window and keeps the samples. */
   async scrape(): Promise<Sample[]> {
-    const r = await simRequest(`${this.routerUrl}/metrics`, { timeoutMs: 10_000 });
+    const r = await httpGet(`${this.routerUrl}/metrics`, this.agent, 10_000);
+    if (r instanceof Error) throw r;
     if (r.status !== 200) throw new Error(`GET /metrics answered ${r.status}`);
-    const samples = parseProm(r.body.toString('utf8')).samples;
+    const samples = parseProm(r.body).samples;
     const value = (name: string): number => samples.find((s) => s.name === name)?.value ?? NaN;
     const lag = (name: string): number => Math.max(0, value(name) * 1000 - LAG_RESOLUTION_MS);
     this.windows.push({ p99Ms: lag('nodejs_eventloop_lag_p99_seconds'), maxMs: lag('nodejs_eventloop_lag_max_seconds') });
@@ -188,6 +199,7 @@ export class MetricsWatch {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;
+    this.agent.destroy();
   }
 }
 

@@ -8,6 +8,7 @@
  * accounted by cause at the client, the router and the simulators, event-loop delay, RSS, fds and
  * CPU per relayed chunk.
  */
+import { availableParallelism } from 'node:os';
 import type { BenchPlan } from './bench-options.js';
 import type { ProductionLoadSpec } from './production-load.js';
 import { runPhase, type PhaseResult } from './production-phase.js';
@@ -62,8 +63,6 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
 interface Reconciliation {
   /** Client: sent − completed − aborted − errors. */
   readonly clientMissing: number;
-  /** Requests the router's data plane should have received: sent − errors it never answered. */
-  readonly reachedRouter: number;
   /** Router: received − Σ terminations. */
   readonly routerMissing: number;
   /** Router causes other than ok / client_abort. */
@@ -72,34 +71,56 @@ interface Reconciliation {
   readonly forwarded: number;
   /** Simulators: requests − completed − aborted − resets − in flight. */
   readonly simsMissing: number;
+  /** Completed streams the router did not end `ok`, dropped streams it did not end `client_abort` (join by request id). */
+  readonly completedNotOk: number;
+  readonly abortedNotAbort: number;
+  /** Client errors the router never logged (it never read the request). */
+  readonly errorsNotReceived: number;
   readonly agree: boolean;
 }
 
+const outside = (row: Record<string, number> | undefined, cause: string): number =>
+  Object.entries(row ?? {}).reduce((s, [k, v]) => (k === cause ? s : s + v), 0);
+
 function reconcile(p: PhaseResult): Reconciliation {
   const { load, sims } = p;
-  const c = p.router?.byCause ?? {};
-  const received = p.router?.received ?? NaN;
+  const router = p.router;
+  const c = router?.byCause ?? {};
+  const received = router?.received ?? NaN;
   const ok = c['ok'] ?? 0;
   const routerEnded = Object.values(c).reduce((s, v) => s + v, 0);
-  const answeredItself = (c['no_replica'] ?? 0) + (c['rejected'] ?? 0);
+  const join = router?.join;
+  const m = join?.matrix ?? {};
   const r: Omit<Reconciliation, 'agree'> = {
     clientMissing: load.sent - load.completed - load.aborted - load.errors,
-    reachedRouter: load.sent - load.errorsBeforeRouter,
     routerMissing: received - routerEnded,
     routerOther: routerEnded - ok - (c['client_abort'] ?? 0),
-    forwarded: received - answeredItself,
+    forwarded: received - (c['no_replica'] ?? 0) - (c['rejected'] ?? 0),
     simsMissing: sims.requests - sims.completed - sims.aborted - sims.resets - sims.inflight,
+    completedNotOk: outside(m['completed'], 'ok'),
+    abortedNotAbort: outside(m['aborted'], 'client_abort'),
+    errorsNotReceived: Object.entries(m)
+      .filter(([k]) => k !== 'completed' && k !== 'aborted')
+      .reduce((s, [, row]) => s + (row['not received'] ?? 0), 0),
   };
   const agree =
+    join !== undefined &&
     r.clientMissing === 0 &&
     r.routerMissing === 0 &&
     r.simsMissing === 0 &&
-    received === r.reachedRouter &&
-    ok === load.completed &&
-    sims.completed === load.completed &&
-    received - ok === load.aborted + load.errors - load.errorsBeforeRouter &&
+    join.clientRequests === load.sent &&
+    join.routerLines === received &&
+    join.unknownIds === 0 &&
+    join.duplicateIds === 0 &&
+    r.completedNotOk === 0 &&
+    r.abortedNotAbort === 0 &&
+    received === load.sent - r.errorsNotReceived &&
     sims.requests === r.forwarded &&
-    p.router?.inflightAfter === 0 &&
+    // Every stream the router ended ok was finished by its replica; a stream the replica finished
+    // whose client left before the router relayed its end is client_abort at the router.
+    ok <= sims.completed &&
+    sims.completed - ok <= (c['client_abort'] ?? 0) &&
+    router?.inflightAfter === 0 &&
     sims.inflight === 0;
   return { ...r, agree };
 }
@@ -127,7 +148,7 @@ function accountingTable(p: PhaseResult, rc: Reconciliation): Table {
       ],
       [
         'router /metrics (terminations by cause)',
-        `${n(p.router?.received ?? NaN)} (expected ${n(rc.reachedRouter)})`,
+        `${n(p.router?.received ?? NaN)} (sent − ${n(rc.errorsNotReceived)} never read by it)`,
         `${n(c['ok'] ?? 0)} ok`,
         `${n(c['client_abort'] ?? 0)} client_abort`,
         n(rc.routerOther),
@@ -142,6 +163,22 @@ function accountingTable(p: PhaseResult, rc: Reconciliation): Table {
         n(rc.simsMissing),
       ],
     ],
+  };
+}
+
+/** Client outcome (rows) × the router's termination cause for the same request id (columns). */
+function joinTable(p: PhaseResult): Table {
+  const m = p.router?.join.matrix ?? {};
+  const causes = [...new Set(Object.values(m).flatMap((row) => Object.keys(row)))].sort((a, b) => (a === 'ok' ? -1 : b === 'ok' ? 1 : a.localeCompare(b)));
+  const order = (k: string): number => (k === 'completed' ? 0 : k === 'aborted' ? 1 : 2);
+  const outcomes = Object.keys(m).sort((a, b) => order(a) - order(b) || a.localeCompare(b));
+  return {
+    title: "(w) each request: the client's outcome × the router's logged cause, joined by X-Request-Id (router phase)",
+    columns: ['client outcome', ...causes, 'total'],
+    rows: outcomes.map((o) => {
+      const row = m[o] ?? {};
+      return [o, ...causes.map((c) => n(row[c] ?? 0)), n(Object.values(row).reduce((a, b) => a + b, 0))];
+    }),
   };
 }
 
@@ -162,7 +199,11 @@ function summarize(ctx: BenchContext, router: PhaseResult, proxy: PhaseResult): 
     },
     {
       target: '(w) every request accounted by cause: sent = completed + aborted + errors, and the router and the simulators agree cause by cause',
-      measured: `${n(router.load.sent)} sent = ${n(router.load.completed)} completed + ${n(router.load.aborted)} aborted + ${n(router.load.errors)} errors; router received ${n(r.received)}: ${kv(r.byCause)}; simulators ${n(router.sims.requests)}: ${n(router.sims.completed)} completed + ${n(router.sims.aborted)} aborted + ${n(router.sims.resets)} resets`,
+      measured:
+        `${n(router.load.sent)} sent = ${n(router.load.completed)} completed + ${n(router.load.aborted)} aborted + ${n(router.load.errors)} errors; ` +
+        `router received ${n(r.received)} (${n(r.join.routerLines)} log lines, ${n(r.join.unknownIds)} unknown ids): ${kv(r.byCause)}; ` +
+        `completed but not ok ${n(rc.completedNotOk)}, dropped but not client_abort ${n(rc.abortedNotAbort)}; ` +
+        `simulators ${n(router.sims.requests)}: ${n(router.sims.completed)} completed + ${n(router.sims.aborted)} aborted + ${n(router.sims.resets)} resets`,
       pass: rc.agree,
     },
     {
@@ -200,13 +241,16 @@ function summarize(ctx: BenchContext, router: PhaseResult, proxy: PhaseResult): 
   ];
   const tables: Table[] = [
     accountingTable(router, rc),
+    joinTable(router),
     {
       title: '(w) health and event loop of the router (router phase)',
       columns: [
-        'unready transitions',
+        'unready transitions (s after start)',
+        'ready again',
         'probes ok / failed',
-        'router /health polls bad',
-        'simulator /health polls bad',
+        'probes > 1 s',
+        'router /health polls bad (fresh connections)',
+        'simulator /health polls bad, p99 / max ms (fresh connections)',
         'event-loop delay p99, median window ms',
         'p99, worst window ms',
         'max ms',
@@ -214,10 +258,12 @@ function summarize(ctx: BenchContext, router: PhaseResult, proxy: PhaseResult): 
       ],
       rows: [
         [
-          n(unready),
+          unready === 0 ? '0' : `${n(unready)} (${r.unreadyAtS.slice(0, 12).join(', ')}${unready > 12 ? ', …' : ''})`,
+          n(r.readyAgain),
           `${n(r.probes.ok)} / ${n(r.probes.fail)}`,
+          n(r.probesOver1s),
           `${n(r.routerHealth.bad)} of ${n(r.routerHealth.polls)}`,
-          `${n(r.simsHealth.bad)} of ${n(r.simsHealth.polls)}`,
+          `${n(r.simsHealth.bad)} of ${n(r.simsHealth.polls)}, ${fmt(r.simsHealth.p99Ms, 0)} / ${fmt(r.simsHealth.maxMs, 0)}`,
           fmt(r.lag.medianP99Ms, 1),
           fmt(r.lag.worstP99Ms, 1),
           fmt(r.lag.maxMs, 1),
@@ -279,6 +325,13 @@ function summarize(ctx: BenchContext, router: PhaseResult, proxy: PhaseResult): 
     `Event-loop delay: prom-client's default \`nodejs_eventloop_lag_p99_seconds\` / \`_max_seconds\` in the router's /metrics, scraped every 5 s (prom-client restarts its histogram at each scrape, so each scrape is one 5-s window); its 10 ms sampling period is subtracted. CPU: utime + stime from /proc/<pid>/stat at each 1-s progress tick of the generator, over the steady window (the ramp and the first 10 s after it left out), divided by the SSE events the clients received in that window. RSS and fds: /proc/<pid>/status and /proc/<pid>/fd every second. Machine busy %: /proc/stat over the same window, all cores.`,
     `Router CPU per relayed chunk: ${fmt(router.window.proxyUsPerChunk, 2)} µs vs ${fmt(proxy.window.proxyUsPerChunk, 2)} µs for the plain Node pipe proxy (${fmt(ratio, 2)}×). The router also reads each request body (session peek, prefix hashing of up to a few KB of prompt), keeps a session directory and writes one log line per request; the pipe proxy does none of that.`,
   ];
+  for (const p of [router, proxy]) {
+    const ours = p.window.proxyCpuPct + p.window.simsCpuPct + p.window.generatorCpuPct;
+    const machine = (p.window.machineBusyPct * availableParallelism()) / 100;
+    notes.push(
+      `${p.target} phase, steady window: this scenario's processes used ${fmt(ours, 0)}% of one core; the machine was ${fmt(p.window.machineBusyPct, 0)}% busy over ${availableParallelism()} cores, so other work on it took about ${fmt(machine * 100 - ours, 0)}% of a core.`,
+    );
+  }
   if (unready > 0) notes.push(`Demotions logged by the router: ${r.unreadyLines.slice(0, 5).join(' / ')}`);
   if (r.problemLines.length > 0) notes.push(`Router warnings/errors (first ${r.problemLines.length}): ${r.problemLines.join(' / ')}`);
   const failures = [...router.load.failures, ...r.routerHealth.problems, ...r.simsHealth.problems];
