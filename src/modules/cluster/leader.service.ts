@@ -1,4 +1,5 @@
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { RouterConfig } from '../../config/router-config.js';
@@ -18,6 +19,9 @@ export type LeaderListener = (leader: boolean) => void | Promise<void>;
  * fencing epoch. Without Redis the router is always the leader. A leader that cannot renew within
  * the lease steps down before another can take over; every fleet-state write is fenced by the epoch.
  */
+/** The lease renewal interval, tracked by the ScheduleModule like every job. */
+const LEASE_JOB = 'fleet-lease';
+
 @Injectable()
 export class LeaderService implements BeforeApplicationShutdown {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -33,6 +37,7 @@ export class LeaderService implements BeforeApplicationShutdown {
   constructor(
     config: RouterConfig,
     private readonly redis: RedisService,
+    private readonly scheduler: SchedulerRegistry,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
     this.leader = !redis.enabled;
@@ -70,6 +75,7 @@ export class LeaderService implements BeforeApplicationShutdown {
       this.tick().catch((e: unknown) => this.log.error({ err: e }, 'fleet lease tick failed'));
     }, Math.max(100, this.ttlMs / 3));
     this.timer.unref();
+    this.scheduler.addInterval(LEASE_JOB, this.timer);
   }
 
   private async tick(): Promise<void> {
@@ -135,7 +141,7 @@ export class LeaderService implements BeforeApplicationShutdown {
 
   /** Hand the lease over at once on a clean shutdown (before the Redis connection closes). */
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.scheduler.doesExist('interval', LEASE_JOB)) this.scheduler.deleteInterval(LEASE_JOB);
     const c = this.redis.client;
     if (c !== undefined && this.leader && this.redis.up) {
       await c.eval(RELEASE, 1, this.redis.key('fleet', 'leader'), `${this.id}|`).catch(() => undefined);

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { RouterConfig } from '../../config/router-config.js';
@@ -9,6 +10,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { readStateFile } from './state-file.js';
 
 const MIRROR_EVERY_MS = 1_000;
+const MIRROR_JOB = 'fleet-mirror';
 
 /**
  * A follower's view of the fleet: the leader's state in Redis, mirrored into the local registry as
@@ -22,6 +24,7 @@ export class FleetMirror {
     private readonly config: RouterConfig,
     private readonly leader: LeaderService,
     private readonly registry: RegistryService,
+    private readonly scheduler: SchedulerRegistry,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
 
@@ -30,11 +33,12 @@ export class FleetMirror {
     this.syncLogged();
     this.timer = setInterval(() => this.syncLogged(), MIRROR_EVERY_MS);
     this.timer.unref();
+    this.scheduler.addInterval(MIRROR_JOB, this.timer);
   }
 
   /** Stop mirroring and drop the mirrored replicas (this router now leads and adopts them). */
   stop(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.scheduler.doesExist('interval', MIRROR_JOB)) this.scheduler.deleteInterval(MIRROR_JOB);
     this.timer = undefined;
     for (const r of [...this.registry.list]) if (r.kind === 'shared') this.registry.remove(r.name);
   }

@@ -11,6 +11,7 @@ import { StateService } from './state.service.js';
 import type { FleetState } from './state-file.js';
 
 const LAUNCH_JOB = 'fleet-launch-check';
+const PIN_FLUSH_JOB = 'state-pin-flush';
 
 /**
  * Start-up of the fleet: lead it (adopt what was recorded, through FleetAdoption, then launch up to
@@ -44,7 +45,8 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
         this.mirror.start();
       }
     });
-    this.state.startPinFlush();
+    const flush = this.state.startPinFlush();
+    if (flush !== undefined) this.scheduler.addInterval(PIN_FLUSH_JOB, flush);
     const every = Math.max(100, Math.min(1_000, this.config.launchTimeoutMs / 4, this.config.health.intervalMs));
     const handle = setInterval(() => {
       this.fleet.checkLaunching().catch((e: unknown) => this.log.error({ err: e }, 'launch check failed'));
@@ -63,7 +65,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
   }
 
   onApplicationShutdown(): void {
-    if (this.scheduler.doesExist('interval', LAUNCH_JOB)) this.scheduler.deleteInterval(LAUNCH_JOB);
+    for (const job of [LAUNCH_JOB, PIN_FLUSH_JOB]) if (this.scheduler.doesExist('interval', job)) this.scheduler.deleteInterval(job);
   }
 
   /** `--initial-replicas` is a target that counts adopted replicas (SPEC §6). */

@@ -82,13 +82,14 @@ export class StateService implements OnApplicationShutdown {
   }
 
   /** Start flushing changed pins (after adoption). */
-  startPinFlush(): void {
-    if (this.path === undefined || this.flushTimer !== undefined) return;
+  startPinFlush(): NodeJS.Timeout | undefined {
+    if (this.path === undefined || this.flushTimer !== undefined) return undefined;
     this.flushTimer = setInterval(() => {
       const covered = this.writing !== undefined ? this.writingPins : this.writtenPins;
       if (this.queued === undefined && this.affinity.directory.version !== covered) this.writeSoon();
     }, PIN_FLUSH_MS);
     this.flushTimer.unref();
+    return this.flushTimer;
   }
 
   /** Record a fleet change and write at once (file, and Redis when this router leads). */
