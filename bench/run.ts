@@ -13,13 +13,14 @@ import { profileScenario } from './scenario-profile.js';
 import { productionScenario } from './scenario-production.js';
 import { routingScenario } from './scenario-routing.js';
 import { sessionsScenario } from './scenario-sessions.js';
+import { stateFileScenario } from './scenario-statefile.js';
 import { streamingScenario } from './scenario-streaming.js';
 import { throughputScenario } from './scenario-throughput.js';
 import { machineInfo, printScenario, tableText, targetsTable, writeReport, writeScenarioFiles, type RanScenario } from './report.js';
 import type { BenchContext, Scenario, ScenarioResult, ToolSet } from './scenario.js';
 
 /** Every scenario, in run order. */
-export const SCENARIOS: readonly Scenario[] = [throughputScenario, fixedLoadScenario, streamingScenario, sessionsScenario, routingScenario, profileScenario, productionScenario];
+export const SCENARIOS: readonly Scenario[] = [throughputScenario, fixedLoadScenario, streamingScenario, sessionsScenario, routingScenario, profileScenario, productionScenario, stateFileScenario];
 
 /** Hand-written discussion appended to the report when present. */
 const ANALYSIS_FILE = join(BENCH_DIR, 'analysis.md');
