@@ -11,6 +11,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 /** Durations (seconds) and sizes of every scenario. */
 export interface BenchPlan {
@@ -129,15 +130,45 @@ function quickPlan(): BenchPlan {
   };
 }
 
-function positive(flag: string, raw: string | undefined, integer: boolean): number {
-  const n = raw === undefined || raw.trim() === '' ? NaN : Number(raw);
+function positive(flag: string, raw: string, integer: boolean): number {
+  const n = raw.trim() === '' ? NaN : Number(raw);
   if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
-    throw new BenchArgsError(`${flag}: "${raw ?? ''}" is not a positive ${integer ? 'integer' : 'number'}`);
+    throw new BenchArgsError(`${flag}: "${raw}" is not a positive ${integer ? 'integer' : 'number'}`);
   }
   return n;
 }
 
-/** Parses the bench argv (without node and the script). */
+/** The flags `parseArgs` splits out: a value for each, but `--quick`. */
+const FLAGS = {
+  quick: { type: 'boolean' },
+  only: { type: 'string' },
+  duration: { type: 'string' },
+  sims: { type: 'string' },
+  out: { type: 'string' },
+  without: { type: 'string' },
+} as const;
+
+type Flag = keyof typeof FLAGS;
+
+const isFlag = (name: string): name is Flag => Object.hasOwn(FLAGS, name);
+
+/** Every flag, for the unknown-flag message. */
+const KNOWN = Object.keys(FLAGS)
+  .map((f) => `--${f}`)
+  .join(' ');
+
+/** Comma-separated words, trimmed, empty ones dropped. */
+const list = (raw: string): string[] =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+
+/**
+ * Parses the bench argv (without node and the script). `node:util` `parseArgs` splits the words
+ * into flags and values (`--flag value` or `--flag=value`); it runs non-strict so that the checks,
+ * and their messages, are the bench's own. A repeated flag keeps its last value.
+ */
 export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   let quick = false;
   let only: string[] | null = null;
@@ -145,46 +176,43 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   let sims = 2;
   let outDir = BENCH_DIR;
   let without: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    const eq = arg.indexOf('=');
-    const flag = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-    const inline = arg.startsWith('--') && eq > 0 ? arg.slice(eq + 1) : undefined;
-    const value = (): string => {
-      if (inline !== undefined) return inline;
-      const next = argv[++i];
-      if (next === undefined) throw new BenchArgsError(`${flag} needs a value`);
-      return next;
-    };
-    switch (flag) {
-      case '--quick':
-        quick = true;
-        break;
-      case '--only': {
-        only = value().split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const { tokens } = parseArgs({ args: [...argv], options: FLAGS, strict: false, allowPositionals: true, tokens: true });
+  for (const t of tokens) {
+    const flag = t.kind === 'option' ? t.rawName : t.kind === 'positional' ? t.value : '--';
+    if (t.kind !== 'option' || !flag.startsWith('--') || !isFlag(t.name)) {
+      throw new BenchArgsError(`unknown flag ${flag} (known: ${KNOWN})`);
+    }
+    if (t.name === 'quick') {
+      if (t.value !== undefined) throw new BenchArgsError(`${flag} takes no value`);
+      quick = true;
+      continue;
+    }
+    if (t.value === undefined) throw new BenchArgsError(`${flag} needs a value`);
+    const value = t.value;
+    switch (t.name) {
+      case 'only': {
+        only = list(value);
         const unknown = only.filter((k) => !(SCENARIO_KEYS as readonly string[]).includes(k));
         if (unknown.length > 0 || only.length === 0) {
           throw new BenchArgsError(`--only: unknown scenario "${unknown.join(',')}" (choose from ${SCENARIO_KEYS.join(',')})`);
         }
         break;
       }
-      case '--duration':
-        durationOverride = positive(flag, value(), false);
+      case 'duration':
+        durationOverride = positive(flag, value, false);
         break;
-      case '--sims':
-        sims = positive(flag, value(), true);
+      case 'sims':
+        sims = positive(flag, value, true);
         break;
-      case '--out':
-        outDir = resolve(value());
+      case 'out':
+        outDir = resolve(value);
         break;
-      case '--without': {
-        without = value().split(',').map((s) => s.trim()).filter((s) => s !== '');
-        const unknown = without.filter((t) => !OPTIONAL_TOOLS.includes(t));
+      case 'without': {
+        without = list(value);
+        const unknown = without.filter((w) => !OPTIONAL_TOOLS.includes(w));
         if (unknown.length > 0) throw new BenchArgsError(`--without: unknown tool "${unknown.join(',')}" (choose from ${OPTIONAL_TOOLS.join(',')})`);
         break;
       }
-      default:
-        throw new BenchArgsError(`unknown flag ${flag} (known: --quick --only --duration --sims --out --without)`);
     }
   }
   const plan = quick ? quickPlan() : fullPlan();
