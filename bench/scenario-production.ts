@@ -71,9 +71,17 @@ interface Reconciliation {
   readonly forwarded: number;
   /** Simulators: requests − completed − aborted − resets − in flight. */
   readonly simsMissing: number;
-  /** Completed streams the router did not end `ok`, dropped streams it did not end `client_abort` (join by request id). */
+  /** Completed streams the router did not end `ok` (join by request id; must be 0). */
   readonly completedNotOk: number;
-  readonly abortedNotAbort: number;
+  /**
+   * Streams the client dropped that the router had already relayed in full (`ok`): a client
+   * reading late drops a stream whose end already sits in its socket buffer.
+   */
+  readonly abortedAfterEnd: number;
+  /** Streams the client dropped that the router ended neither `client_abort` nor `ok` (must be 0). */
+  readonly abortedElsewhere: number;
+  /** Client errors the router ended `client_abort`: the client gave up on a request the router had read. */
+  readonly errorsAbandoned: number;
   /** Client errors the router never logged (it never read the request). */
   readonly errorsNotReceived: number;
   readonly agree: boolean;
@@ -98,7 +106,11 @@ function reconcile(p: PhaseResult): Reconciliation {
     forwarded: received - (c['no_replica'] ?? 0) - (c['rejected'] ?? 0),
     simsMissing: sims.requests - sims.completed - sims.aborted - sims.resets - sims.inflight,
     completedNotOk: outside(m['completed'], 'ok'),
-    abortedNotAbort: outside(m['aborted'], 'client_abort'),
+    abortedAfterEnd: m['aborted']?.['ok'] ?? 0,
+    abortedElsewhere: outside(m['aborted'], 'client_abort') - (m['aborted']?.['ok'] ?? 0),
+    errorsAbandoned: Object.entries(m)
+      .filter(([k]) => k !== 'completed' && k !== 'aborted')
+      .reduce((s, [, row]) => s + (row['client_abort'] ?? 0), 0),
     errorsNotReceived: Object.entries(m)
       .filter(([k]) => k !== 'completed' && k !== 'aborted')
       .reduce((s, [, row]) => s + (row['not received'] ?? 0), 0),
@@ -113,9 +125,12 @@ function reconcile(p: PhaseResult): Reconciliation {
     join.unknownIds === 0 &&
     join.duplicateIds === 0 &&
     r.completedNotOk === 0 &&
-    r.abortedNotAbort === 0 &&
+    r.abortedElsewhere === 0 &&
     received === load.sent - r.errorsNotReceived &&
-    sims.requests === r.forwarded &&
+    // A request whose client gave up while the router still waited for its replica to take it
+    // never reaches the replica's handler; every other forwarded request does, once.
+    sims.requests <= r.forwarded &&
+    r.forwarded - sims.requests <= r.errorsAbandoned &&
     // Every stream the router ended ok was finished by its replica; a stream the replica finished
     // whose client left before the router relayed its end is client_abort at the router.
     ok <= sims.completed &&
@@ -182,7 +197,8 @@ function joinTable(p: PhaseResult): Table {
   };
 }
 
-function summarize(ctx: BenchContext, router: PhaseResult, proxy: PhaseResult): ScenarioResult {
+/** Tables, targets and notes of scenario (w) from its two phases (exported to re-render a saved run). */
+export function summarize(ctx: Pick<BenchContext, 'options'>, router: PhaseResult, proxy: PhaseResult): ScenarioResult {
   const { plan } = ctx.options;
   const r = router.router;
   if (r === null) throw new Error('the router phase has no router observations');
@@ -202,7 +218,7 @@ function summarize(ctx: BenchContext, router: PhaseResult, proxy: PhaseResult): 
       measured:
         `${n(router.load.sent)} sent = ${n(router.load.completed)} completed + ${n(router.load.aborted)} aborted + ${n(router.load.errors)} errors; ` +
         `router received ${n(r.received)} (${n(r.join.routerLines)} log lines, ${n(r.join.unknownIds)} unknown ids): ${kv(r.byCause)}; ` +
-        `completed but not ok ${n(rc.completedNotOk)}, dropped but not client_abort ${n(rc.abortedNotAbort)}; ` +
+        `completed but not ok ${n(rc.completedNotOk)}, dropped after the router had relayed the end ${n(rc.abortedAfterEnd)}, dropped and ended otherwise ${n(rc.abortedElsewhere)}; ` +
         `simulators ${n(router.sims.requests)}: ${n(router.sims.completed)} completed + ${n(router.sims.aborted)} aborted + ${n(router.sims.resets)} resets`,
       pass: rc.agree,
     },
@@ -345,6 +361,7 @@ function summarize(ctx: BenchContext, router: PhaseResult, proxy: PhaseResult): 
     idle: p.idle,
     peak: p.peak,
     after: p.after,
+    accept: p.accept,
     sims: p.sims,
     router: p.router,
     ticks: p.ticks.filter((_, i) => i % 10 === 0),
