@@ -13,6 +13,7 @@ import { RedisService } from '../cluster/redis.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
 import { routeLabel } from './route-label.js';
+import { monotonic, registerFleetMetrics } from './fleet-metrics.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
 
 const P = 'affinity_router_';
@@ -52,14 +53,23 @@ export class MetricsService {
   ) {
     const reg = this.registry;
     collectDefaultMetrics({ register: reg });
-    this.received = new Counter({ name: `${P}requests_received_total`, help: 'Data-plane requests received (every one ends with exactly one termination cause).', registers: [reg] });
+    this.received = new Counter({
+      name: `${P}requests_received_total`,
+      help: 'Data-plane requests received (every one ends with exactly one termination cause).',
+      registers: [reg],
+    });
     this.requests = new Counter({
       name: `${P}requests_total`,
       help: 'Data-plane requests by route, status, replica and routing decision.',
       labelNames: ['route', 'status', 'replica', 'decision', 'reason'],
       registers: [reg],
     });
-    this.terminations = new Counter({ name: `${P}request_terminations_total`, help: 'How data-plane requests ended: ok|client_abort|upstream_error|upstream_timeout|no_replica|rejected|internal_error.', labelNames: ['cause'], registers: [reg] });
+    this.terminations = new Counter({
+      name: `${P}request_terminations_total`,
+      help: 'How data-plane requests ended: ok|client_abort|upstream_error|upstream_timeout|no_replica|rejected|internal_error.',
+      labelNames: ['cause'],
+      registers: [reg],
+    });
     this.overhead = new Histogram({
       name: `${P}overhead_seconds`,
       help: 'Time spent in the router: phase=request is arrival to upstream request written; phase=response is upstream response to first byte handed to the client.',
@@ -67,15 +77,42 @@ export class MetricsService {
       buckets: OVERHEAD_BUCKETS,
       registers: [reg],
     });
-    this.ttft = new Histogram({ name: `${P}stream_first_chunk_seconds`, help: 'Streams: arrival to the first chunk relayed to the client (time to first token as the router sees it).', buckets: LATENCY_BUCKETS, registers: [reg] });
-    this.gap = new Histogram({ name: `${P}stream_chunk_gap_seconds`, help: 'Streams: gap between consecutive chunks relayed to the client.', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5], registers: [reg] });
-    this.duration = new Histogram({ name: `${P}request_duration_seconds`, help: 'Data-plane request duration, arrival to the end of the response.', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [reg] });
-    this.healthChecks = new Counter({ name: `${P}health_checks_total`, help: 'Active health probes by result.', labelNames: ['replica', 'result'], registers: [reg] });
-    this.healthLatency = new Histogram({ name: `${P}health_check_duration_seconds`, help: 'Active health probe latency.', labelNames: ['replica'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5], registers: [reg] });
+    this.ttft = new Histogram({
+      name: `${P}stream_first_chunk_seconds`,
+      help: 'Streams: arrival to the first chunk relayed to the client (time to first token as the router sees it).',
+      buckets: LATENCY_BUCKETS,
+      registers: [reg],
+    });
+    this.gap = new Histogram({
+      name: `${P}stream_chunk_gap_seconds`,
+      help: 'Streams: gap between consecutive chunks relayed to the client.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers: [reg],
+    });
+    this.duration = new Histogram({
+      name: `${P}request_duration_seconds`,
+      help: 'Data-plane request duration, arrival to the end of the response.',
+      labelNames: ['route'],
+      buckets: LATENCY_BUCKETS,
+      registers: [reg],
+    });
+    this.healthChecks = new Counter({
+      name: `${P}health_checks_total`,
+      help: 'Active health probes by result.',
+      labelNames: ['replica', 'result'],
+      registers: [reg],
+    });
+    this.healthLatency = new Histogram({
+      name: `${P}health_check_duration_seconds`,
+      help: 'Active health probe latency.',
+      labelNames: ['replica'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5],
+      registers: [reg],
+    });
 
     new Gauge({
       name: `${P}replica_inflight`,
-      help: 'Requests in flight per replica (the router\'s own count, used by the routing policy).',
+      help: "Requests in flight per replica (the router's own count, used by the routing policy).",
       labelNames: ['replica'],
       registers: [reg],
       collect() {
@@ -85,7 +122,7 @@ export class MetricsService {
     });
     new Gauge({
       name: `${P}replica_foreign_load`,
-      help: 'Several routers: requests the engine reports on a replica beyond this router\'s own (other routers\' traffic), from the last health sample.',
+      help: "Several routers: requests the engine reports on a replica beyond this router's own (other routers' traffic), from the last health sample.",
       labelNames: ['replica'],
       registers: [reg],
       collect() {
@@ -105,7 +142,7 @@ export class MetricsService {
     });
     new Gauge({
       name: `${P}queue_depth`,
-      help: 'Requests waiting in the admission queue for a replica under its max_inflight (in no replica\'s in-flight count).',
+      help: "Requests waiting in the admission queue for a replica under its max_inflight (in no replica's in-flight count).",
       registers: [reg],
       collect() {
         this.set(admission.depth);
@@ -138,31 +175,16 @@ export class MetricsService {
       },
     });
     registerPrefixMetrics(reg, P, affinity, routing);
-    monotonic(reg, `${P}session_evictions_total`, 'Sessions dropped from the directory, by cause (lru: over --max-sessions; ttl: idle past --session-ttl).', 'cause', () => ({
-      lru: affinity.directory.evictedLru,
-      ttl: affinity.directory.evictedTtl,
-    }));
-    monotonic(reg, `${P}fleet_events_total`, 'Fleet lifecycle events: launch, stop, adoption, launch_failure (the command failed), launch_timeout, exit (a launched process ended on its own).', 'event', () => ({
-      launch: fleet.stats.launches,
-      stop: fleet.stats.stops,
-      adoption: fleet.stats.adoptions,
-      launch_failure: fleet.stats.launchFailures,
-      launch_timeout: fleet.stats.launchTimeouts,
-      exit: fleet.stats.exits,
-    }));
-    new Gauge({
-      name: `${P}fleet_capacity`,
-      help: 'Launch capacity: owned slots, the ceiling, and free slots a launch may take.',
-      labelNames: ['kind'],
-      registers: [reg],
-      collect() {
-        const c = fleet.capacity();
-        this.set({ kind: 'owned' }, c.owned);
-        this.set({ kind: 'ceiling' }, c.ceiling);
-        this.set({ kind: 'free' }, c.free_slots.length);
-      },
-    });
-    new Gauge({ name: `${P}orphans`, help: 'Recorded replicas found silent at start (see GET /fleet).', registers: [reg], collect() { this.set(fleet.orphans.length); } });
+    monotonic(
+      reg,
+      `${P}session_evictions_total`,
+      'Sessions dropped from the directory, by cause (lru: over --max-sessions; ttl: idle past --session-ttl).',
+      'cause',
+      () => ({
+        lru: affinity.directory.evictedLru,
+        ttl: affinity.directory.evictedTtl,
+      }),
+    );
     // Every source is exported from the start (at 0), so an alert on its increase has a series to watch.
     const internalSeen = new Map<string, number>();
     new Counter({
@@ -180,22 +202,7 @@ export class MetricsService {
     });
     monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': routing.rejected }));
 
-    new Gauge({
-      name: `${P}session_store_up`,
-      help: 'Shared session store (Redis): 1 reachable, 0 not (the router then routes on local state). Absent without --redis-url.',
-      registers: [reg],
-      collect() {
-        if (redis.enabled) this.set(redis.up ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: `${P}fleet_leader`,
-      help: '1 when this router leads the fleet (always 1 without Redis).',
-      registers: [reg],
-      collect() {
-        this.set(leader.isLeader ? 1 : 0);
-      },
-    });
+    registerFleetMetrics(reg, P, fleet, redis, leader);
 
     observer.onArrival(() => this.received.inc());
     observer.subscribe((ex) => this.exchangeEnded(ex));
@@ -252,25 +259,4 @@ export class MetricsService {
   metrics(): Promise<string> {
     return this.registry.metrics();
   }
-}
-
-/** A counter whose value lives elsewhere: each scrape adds what it grew by since the last one. */
-function monotonic(reg: Registry, name: string, help: string, label: string | undefined, read: () => Record<string, number>): void {
-  const last = new Map<string, number>();
-  new Counter({
-    name,
-    help,
-    labelNames: label ? [label] : [],
-    registers: [reg],
-    collect() {
-      for (const [k, v] of Object.entries(read())) {
-        const d = v - (last.get(k) ?? 0);
-        if (d > 0) {
-          if (label) this.inc({ [label]: k }, d);
-          else this.inc(d);
-        }
-        last.set(k, v);
-      }
-    },
-  });
 }

@@ -12,7 +12,10 @@ const ms = (from: number, to: number): number | undefined => (from > 0 && to > 0
  */
 @Injectable()
 export class RequestLogService {
-  constructor(observer: ExchangeObserver, @Inject(APP_LOGGER) private readonly log: AppLogger) {
+  constructor(
+    observer: ExchangeObserver,
+    @Inject(APP_LOGGER) private readonly log: AppLogger,
+  ) {
     observer.subscribe((ex) => this.write(ex));
   }
 
