@@ -34,9 +34,7 @@ export default defineConfig(
           // node:test's describe/it/test return a promise that the runner itself awaits; its docs
           // say the return value of a top-level test can be discarded. A subtest (t.test) is not
           // listed here: its promise must still be awaited.
-          allowForKnownSafeCalls: [
-            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite'] },
-          ],
+          allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite'] }],
         },
       ],
       '@typescript-eslint/no-misused-promises': 'error',

@@ -71,10 +71,7 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
 }
 
 /** Create, initialise (adoption and initial launches run in init hooks) and listen; then ready. */
-export async function startRouter(
-  config: RouterConfig,
-  opts: AppOptions = {},
-): Promise<{ app: NestFastifyApplication; url: string; log: AppLogger }> {
+export async function startRouter(config: RouterConfig, opts: AppOptions = {}): Promise<{ app: NestFastifyApplication; url: string; log: AppLogger }> {
   const app = await createApp(config, opts);
   const log = app.get<AppLogger>(APP_LOGGER);
   for (const w of config.warnings) log.warn(w);

@@ -35,7 +35,19 @@ const token = process.env['ROUTER_ADMIN_TOKEN'] ?? randomBytes(12).toString('hex
 process.env['ROUTER_ADMIN_TOKEN'] = token;
 // The demo's settings first, the user's flags after them: the parser keeps the last occurrence,
 // so `npm start -- --port=9000 --host 0.0.0.0` overrides them whichever spelling is used.
-const argv = ['--config', 'config/demo.json', '--host', '127.0.0.1', '--port', '8000', '--initial-replicas', '2', '--log-format', 'pretty', ...process.argv.slice(2)];
+const argv = [
+  '--config',
+  'config/demo.json',
+  '--host',
+  '127.0.0.1',
+  '--port',
+  '8000',
+  '--initial-replicas',
+  '2',
+  '--log-format',
+  'pretty',
+  ...process.argv.slice(2),
+];
 // The address printed is the one the router will listen on, read by the router's own loader
 // (a bad flag exits 2 here, exactly as main.js would, before any banner).
 const config = loadConfigOrExit(argv, process.env);

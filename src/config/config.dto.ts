@@ -90,15 +90,27 @@ export class HealthDto {
 
 /** The whole file. */
 export class ConfigFileDto {
-  @Optional() @Check(objectList) @ValidateNested({ each: true, message: mustBeObject }) @Type(() => StaticReplicaDto)
+  @Optional()
+  @Check(objectList)
+  @ValidateNested({ each: true, message: mustBeObject })
+  @Type(() => StaticReplicaDto)
   readonly replicas?: StaticReplicaDto[];
 
-  @Optional() @Check(objectList) @ValidateNested({ each: true, message: mustBeObject }) @Type(() => HostDto)
+  @Optional()
+  @Check(objectList)
+  @ValidateNested({ each: true, message: mustBeObject })
+  @Type(() => HostDto)
   readonly hosts?: HostDto[];
 
-  @Optional() @Check(section) @ValidateNested({ message: mustBeObject }) @Type(() => RoutingDto)
+  @Optional()
+  @Check(section)
+  @ValidateNested({ message: mustBeObject })
+  @Type(() => RoutingDto)
   readonly routing?: RoutingDto;
 
-  @Optional() @Check(section) @ValidateNested({ message: mustBeObject }) @Type(() => HealthDto)
+  @Optional()
+  @Check(section)
+  @ValidateNested({ message: mustBeObject })
+  @Type(() => HealthDto)
   readonly health?: HealthDto;
 }

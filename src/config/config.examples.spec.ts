@@ -39,13 +39,25 @@ describe('example configs', () => {
 
   it('sim-fleet.json launches the simulator on 3 local slots from 18001', () => {
     const config = loadExample('sim-fleet.json');
-    assert.deepEqual(config.slots.map((s) => [s.name, s.port, s.address]), [
-      ['local-d0', 18001, '127.0.0.1'],
-      ['local-d1', 18002, '127.0.0.1'],
-      ['local-d2', 18003, '127.0.0.1'],
-    ]);
+    assert.deepEqual(
+      config.slots.map((s) => [s.name, s.port, s.address]),
+      [
+        ['local-d0', 18001, '127.0.0.1'],
+        ['local-d1', 18002, '127.0.0.1'],
+        ['local-d2', 18003, '127.0.0.1'],
+      ],
+    );
     assert.deepEqual(buildLaunchArgv(hostNamed(config, 'local'), config.slots[1]), [
-      'node', 'dist/sim/replica.js', '--port', '18002', '--name', 'local-d1', '--model', 'sim-model', '--devices', '1',
+      'node',
+      'dist/sim/replica.js',
+      '--port',
+      '18002',
+      '--name',
+      'local-d1',
+      '--model',
+      'sim-model',
+      '--devices',
+      '1',
     ]);
   });
 
@@ -63,7 +75,10 @@ describe('pypto-serving-router config file', () => {
     const raw = JSON.parse(readFileSync(`${CONFIG_DIR}pypto.json`, 'utf8')) as Record<string, unknown>;
     assert.deepEqual(Object.keys(raw).sort(), ['hosts', 'replicas']);
     const config = loadExample('pypto.json');
-    assert.deepEqual(config.slots.map((s) => s.name), ['local-d0', 'local-d1', 'node02-d0', 'node02-d2']);
+    assert.deepEqual(
+      config.slots.map((s) => s.name),
+      ['local-d0', 'local-d1', 'node02-d0', 'node02-d2'],
+    );
     assert.equal(buildLaunchEnv(hostNamed(config, 'local'), config.slots[1], {}).ASCEND_RT_VISIBLE_DEVICES, '1');
   });
 
@@ -72,26 +87,74 @@ describe('pypto-serving-router config file', () => {
     const node02 = hostNamed(config, 'node02');
     const argv = buildLaunchArgv(node02, config.slots[2]);
     const serve = [
-      '/opt/venv/bin/python', '-m', 'pypto_serving.cli', '--model', '/models/deepseek-v4', '--devices', '0,1',
-      '--host', '0.0.0.0', '--port', '9001', '--show-startup-logs', '--served-model-name', 'deepseek-v4',
-      '--max-batch-size', '8', '--log-level', 'info',
+      '/opt/venv/bin/python',
+      '-m',
+      'pypto_serving.cli',
+      '--model',
+      '/models/deepseek-v4',
+      '--devices',
+      '0,1',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '9001',
+      '--show-startup-logs',
+      '--served-model-name',
+      'deepseek-v4',
+      '--max-batch-size',
+      '8',
+      '--log-level',
+      'info',
     ];
     assert.deepEqual(argv, ['task-submit', '--device', '0,1', '--', shellJoin(serve)]);
   });
 
   it('quotes the wrapped serve argv so a shell splits it back exactly', () => {
-    const config = loadRouterConfig(['--replicas', 'p.json'], {}, {
-      readFile: () =>
-        JSON.stringify({
-          hosts: [{ name: 'n', ssh: 'u@n', devices: [0, 1, 2, 3, 4, 5, 6, 7], devices_per_replica: 8, model: '/m/with space', served_model_name: "it's", serve_args: ['--cfg', '{"graph": true}', '--empty', ''], launch_wrapper: ['sh', '-c', 'printf "%s\\n" $0', '{device}'] }],
-        }),
-    });
+    const config = loadRouterConfig(
+      ['--replicas', 'p.json'],
+      {},
+      {
+        readFile: () =>
+          JSON.stringify({
+            hosts: [
+              {
+                name: 'n',
+                ssh: 'u@n',
+                devices: [0, 1, 2, 3, 4, 5, 6, 7],
+                devices_per_replica: 8,
+                model: '/m/with space',
+                served_model_name: "it's",
+                serve_args: ['--cfg', '{"graph": true}', '--empty', ''],
+                launch_wrapper: ['sh', '-c', 'printf "%s\\n" $0', '{device}'],
+              },
+            ],
+          }),
+      },
+    );
     const argv = buildLaunchArgv(config.hosts[0], config.slots[0]);
     assert.equal(argv.length, 5);
-    const words = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${argv[4]}`], { encoding: 'utf8' }).split('\0').slice(0, -1);
+    const words = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${argv[4]}`], { encoding: 'utf8' })
+      .split('\0')
+      .slice(0, -1);
     assert.deepEqual(words, [
-      'python3', '-m', 'pypto_serving.cli', '--model', '/m/with space', '--devices', '0,1,2,3,4,5,6,7', '--host', '0.0.0.0',
-      '--port', '8001', '--show-startup-logs', '--served-model-name', "it's", '--cfg', '{"graph": true}', '--empty', '',
+      'python3',
+      '-m',
+      'pypto_serving.cli',
+      '--model',
+      '/m/with space',
+      '--devices',
+      '0,1,2,3,4,5,6,7',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '8001',
+      '--show-startup-logs',
+      '--served-model-name',
+      "it's",
+      '--cfg',
+      '{"graph": true}',
+      '--empty',
+      '',
     ]);
   });
 });

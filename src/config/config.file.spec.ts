@@ -32,7 +32,11 @@ function problems(file: unknown, name?: string, stored?: string): ConfigProblem[
 /** Asserts exactly one problem, at `path`, whose message matches. */
 function rejects(file: unknown, path: string, message: RegExp): void {
   const found = problems(file);
-  assert.deepEqual(found.map((p) => p.path), [path], JSON.stringify(found));
+  assert.deepEqual(
+    found.map((p) => p.path),
+    [path],
+    JSON.stringify(found),
+  );
   assert.match(found[0].message, message);
 }
 
@@ -88,7 +92,10 @@ describe('config file: format', () => {
 
   it('reports every problem at once, not just the first', () => {
     const found = problems({ replicas: [replica({ port: '8000' }), replica({ scheme: 'ftp' })], hosts: [host({ devices: [] })] });
-    assert.deepEqual(found.map((p) => p.path), ['replicas[0].port', 'replicas[1].scheme', 'hosts[0].devices']);
+    assert.deepEqual(
+      found.map((p) => p.path),
+      ['replicas[0].port', 'replicas[1].scheme', 'hosts[0].devices'],
+    );
   });
 
   it('reports a list element that is not an object at its index', () => {
@@ -115,12 +122,18 @@ describe('config file: names', () => {
 
   it('names a replica host:port by default, also when its name is null', () => {
     const config = load({ replicas: [replica({ port: 8001 }), replica({ port: 8003, name: null }), replica({ host: '[::1]', port: 8004 })] });
-    assert.deepEqual(config.replicas.map((r) => r.name), ['127.0.0.1:8001', '127.0.0.1:8003', '::1:8004']);
+    assert.deepEqual(
+      config.replicas.map((r) => r.name),
+      ['127.0.0.1:8001', '127.0.0.1:8003', '::1:8004'],
+    );
   });
 
   it('names a host host<i> by default', () => {
     const config = load({ hosts: [host(), host({ name: undefined, port_base: 9001 }), host({ name: null, port_base: 9101 })] });
-    assert.deepEqual(config.hosts.map((h) => h.name), ['node', 'host1', 'host2']);
+    assert.deepEqual(
+      config.hosts.map((h) => h.name),
+      ['node', 'host1', 'host2'],
+    );
   });
 
   it('refuses an empty name on a replica or a host, naming the path (SPEC §2)', () => {
@@ -138,7 +151,11 @@ describe('config file: names', () => {
   });
 
   it('refuses a static replica named like a device slot', () => {
-    rejects({ replicas: [replica({ name: 'node-d1', port: 7001 })], hosts: [host()] }, 'replicas[0].name', /"node-d1" is already the name of a device slot of hosts\[0\] \(node\)/);
+    rejects(
+      { replicas: [replica({ name: 'node-d1', port: 7001 })], hosts: [host()] },
+      'replicas[0].name',
+      /"node-d1" is already the name of a device slot of hosts\[0\] \(node\)/,
+    );
   });
 });
 
@@ -149,12 +166,19 @@ describe('config file: replicas', () => {
     rejects({ replicas: [replica({ host: 10 })] }, 'replicas[0].host', /got 10/);
     rejects({ replicas: [replica({ host: '300.1.1.1' })] }, 'replicas[0].host', /got "300.1.1.1"/);
     const ok = load({ replicas: [replica({ host: 'fd00::1' }), replica({ host: '[fd00::2]' }), replica({ host: 'gpu-01.lab' })] });
-    assert.deepEqual(ok.replicas.map((r) => r.host), ['fd00::1', 'fd00::2', 'gpu-01.lab']);
+    assert.deepEqual(
+      ok.replicas.map((r) => r.host),
+      ['fd00::1', 'fd00::2', 'gpu-01.lab'],
+    );
   });
 
   it('requires port to be an integer 1..65535, never a string or boolean', () => {
     for (const port of ['8000', true, 0, 70000, 1.5, null]) {
-      rejects({ replicas: [replica({ port })] }, 'replicas[0].port', new RegExp(`integer in 1\\.\\.65535, got ${JSON.stringify(port)?.replace(/[.]/g, '\\.')}`));
+      rejects(
+        { replicas: [replica({ port })] },
+        'replicas[0].port',
+        new RegExp(`integer in 1\\.\\.65535, got ${JSON.stringify(port)?.replace(/[.]/g, '\\.')}`),
+      );
     }
     rejects({ replicas: [{ host: 'a' }] }, 'replicas[0].port', /got nothing/);
   });
@@ -162,7 +186,10 @@ describe('config file: replicas', () => {
   it('accepts scheme http or https, default http', () => {
     rejects({ replicas: [replica({ scheme: 'ftp' })] }, 'replicas[0].scheme', /one of "http", "https", got "ftp"/);
     const config = load({ replicas: [replica(), replica({ port: 2, scheme: 'https' })] });
-    assert.deepEqual(config.replicas.map((r) => r.scheme), ['http', 'https']);
+    assert.deepEqual(
+      config.replicas.map((r) => r.scheme),
+      ['http', 'https'],
+    );
   });
 
   it('accepts ca_file only on an https replica', () => {

@@ -62,7 +62,8 @@ export function buildFleet(file: ConfigFileDto | undefined, fileProblems: readon
       own.push({ path: `${path}.model`, message: 'required unless the host has its own "command"' });
     }
     if (host.command !== undefined && host.serveArgs.length > 0) warnings.push(`${path}.serve_args: ignored because the host has its own "command"`);
-    if (host.insecureAcceptHostKey && host.ssh !== null) warnings.push(`${path}.insecure_accept_host_key: the ssh host key of ${host.ssh} is accepted without checking`);
+    if (host.insecureAcceptHostKey && host.ssh !== null)
+      warnings.push(`${path}.insecure_accept_host_key: the ssh host key of ${host.ssh} is accepted without checking`);
     problems.push(...own);
     if (own.length === 0 && !touched(path)) hosts.push(host);
   });
@@ -72,7 +73,8 @@ export function buildFleet(file: ConfigFileDto | undefined, fileProblems: readon
   for (const slot of slots) {
     const where = `${slot.address}:${slot.port}`;
     const other = slotAt.get(where);
-    if (other !== undefined) problems.push({ path: `${hostPaths.get(slot.host)}.port_base`, message: `puts slot ${slot.name} on ${where}, already used by slot ${other.name}` });
+    if (other !== undefined)
+      problems.push({ path: `${hostPaths.get(slot.host)}.port_base`, message: `puts slot ${slot.name} on ${where}, already used by slot ${other.name}` });
     slotAt.set(where, slot);
   }
 
@@ -87,7 +89,8 @@ export function buildFleet(file: ConfigFileDto | undefined, fileProblems: readon
     const named = dto.name !== undefined && dto.name !== null && dto.name !== '';
     const nameKnown = has('name') && (named || (has('host') && has('port')));
     const clash = nameKnown ? replicaNames.get(replica.name) : undefined;
-    if (clash !== undefined) problems.push({ path: `${path}.name`, message: `${showValue(replica.name)}${named ? '' : ' (host:port)'} is already the name of ${clash}` });
+    if (clash !== undefined)
+      problems.push({ path: `${path}.name`, message: `${showValue(replica.name)}${named ? '' : ' (host:port)'} is already the name of ${clash}` });
     if (nameKnown) replicaNames.set(replica.name, path);
     const address = ['localhost', '::1'].includes(replica.host) ? '127.0.0.1' : replica.host;
     const slot = has('host') && has('port') ? slotAt.get(`${address}:${replica.port}`) : undefined;
@@ -103,8 +106,7 @@ export function buildFleet(file: ConfigFileDto | undefined, fileProblems: readon
 
 const isUnset = (v: unknown): v is undefined | null => v === undefined || v === null;
 /** Drops undefined values, so optional spec fields are absent rather than undefined. */
-const defined = <T extends object>(o: T): Partial<T> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+const defined = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 /** A validated replica entry as a spec: IPv6 brackets dropped, name defaulted to `host:port`. */
 function toStaticReplicaSpec(dto: StaticReplicaDto, mapPath: PathMapper): StaticReplicaSpec {

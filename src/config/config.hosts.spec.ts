@@ -30,7 +30,11 @@ function problems(file: Json): ConfigProblem[] {
 
 function rejects(hostOver: Json, path: string, message: RegExp): void {
   const found = problems({ hosts: [host(hostOver)] });
-  assert.deepEqual(found.map((p) => p.path), [path], JSON.stringify(found));
+  assert.deepEqual(
+    found.map((p) => p.path),
+    [path],
+    JSON.stringify(found),
+  );
   assert.match(found[0].message, message);
 }
 
@@ -38,17 +42,39 @@ describe('config file: hosts', () => {
   it('fills host defaults', () => {
     const [h] = load({ hosts: [host()] }).hosts;
     assert.deepEqual(
-      { ssh: h.ssh, sshPort: h.sshPort, dpr: h.devicesPerReplica, portBase: h.portBase, python: h.python, logDir: h.logDir, insecure: h.insecureAcceptHostKey, serveArgs: h.serveArgs, env: h.env },
+      {
+        ssh: h.ssh,
+        sshPort: h.sshPort,
+        dpr: h.devicesPerReplica,
+        portBase: h.portBase,
+        python: h.python,
+        logDir: h.logDir,
+        insecure: h.insecureAcceptHostKey,
+        serveArgs: h.serveArgs,
+        env: h.env,
+      },
       { ssh: null, sshPort: 22, dpr: 1, portBase: 8001, python: 'python3', logDir: '/tmp/affinity-router', insecure: false, serveArgs: [], env: {} },
     );
   });
 
   it('takes ssh as user@host, host, user@[v6], v6, or null for local', () => {
     const config = load({
-      hosts: [host({ name: 'a', ssh: 'gpu@node02' }), host({ name: 'b', ssh: 'node03' }), host({ name: 'c', ssh: 'ops@[fd00::1]' }), host({ name: 'd', ssh: 'fd00::2' }), host({ name: 'e', ssh: null })],
+      hosts: [
+        host({ name: 'a', ssh: 'gpu@node02' }),
+        host({ name: 'b', ssh: 'node03' }),
+        host({ name: 'c', ssh: 'ops@[fd00::1]' }),
+        host({ name: 'd', ssh: 'fd00::2' }),
+        host({ name: 'e', ssh: null }),
+      ],
     });
-    assert.deepEqual(config.hosts.map((h) => h.ssh), ['gpu@node02', 'node03', 'ops@[fd00::1]', 'fd00::2', null]);
-    assert.deepEqual(config.slots.filter((s) => s.devices[0] === 0).map((s) => s.address), ['127.0.0.1', 'node02', 'node03', 'fd00::1', 'fd00::2']);
+    assert.deepEqual(
+      config.hosts.map((h) => h.ssh),
+      ['gpu@node02', 'node03', 'ops@[fd00::1]', 'fd00::2', null],
+    );
+    assert.deepEqual(
+      config.slots.filter((s) => s.devices[0] === 0).map((s) => s.address),
+      ['127.0.0.1', 'node02', 'node03', 'fd00::1', 'fd00::2'],
+    );
   });
 
   it('refuses a malformed ssh destination', () => {
@@ -110,7 +136,10 @@ describe('config file: hosts', () => {
 
   it('refuses two slots on the same address and port', () => {
     const found = problems({ hosts: [host({ name: 'a' }), host({ name: 'b', devices: [1] })] });
-    assert.deepEqual(found.map((p) => p.path), ['hosts[1].port_base']);
+    assert.deepEqual(
+      found.map((p) => p.path),
+      ['hosts[1].port_base'],
+    );
     assert.match(found[0].message, /slot b-d1 on 127\.0\.0\.1:8002, already used by slot a-d1/);
   });
 

@@ -91,11 +91,15 @@ describe('precedence: flag > env > file > default', () => {
   it('reads env booleans as 1/0/true/false/yes/no and refuses anything else, naming the variable', () => {
     assert.equal(load(cfg, { ROUTER_DISCARD_STATE: 'yes' }).discardState, true);
     assert.equal(load(cfg, { ROUTER_DISCARD_STATE: '0' }).discardState, false);
-    assert.deepEqual(problems(cfg, { ROUTER_DISCARD_STATE: 'sure' }), [{ path: 'ROUTER_DISCARD_STATE', message: 'must be one of 1, 0, true, false, yes, no, got "sure"' }]);
+    assert.deepEqual(problems(cfg, { ROUTER_DISCARD_STATE: 'sure' }), [
+      { path: 'ROUTER_DISCARD_STATE', message: 'must be one of 1, 0, true, false, yes, no, got "sure"' },
+    ]);
   });
 
   it('warns about ROUTER_ variables that are no setting', () => {
-    assert.deepEqual(load(cfg, { ROUTER_DRAIN_TIMOUT: '1' }).warnings, ['ROUTER_DRAIN_TIMOUT is set but is not a setting of affinity-router (ignored)'.replace('TIMEOUT', 'TIMOUT')]);
+    assert.deepEqual(load(cfg, { ROUTER_DRAIN_TIMOUT: '1' }).warnings, [
+      'ROUTER_DRAIN_TIMOUT is set but is not a setting of affinity-router (ignored)'.replace('TIMEOUT', 'TIMOUT'),
+    ]);
   });
 });
 
@@ -107,10 +111,20 @@ describe('defaults and derived values', () => {
       ['0.0.0.0', 8000, 3_600_000, 600_000, 5_000, 5_000, 600_000, 300_000],
     );
     const { prefixAffinity, prefixBlocks, ...sessions } = c.routing;
-    assert.deepEqual(sessions, { sessionHeader: 'x-session-id', bodyField: 'session_id', affinitySlack: 8, policy: 'affinity', sessionTtlMs: 600_000, maxSessions: 100_000 });
+    assert.deepEqual(sessions, {
+      sessionHeader: 'x-session-id',
+      bodyField: 'session_id',
+      affinitySlack: 8,
+      policy: 'affinity',
+      sessionTtlMs: 600_000,
+      maxSessions: 100_000,
+    });
     assert.deepEqual([prefixAffinity, prefixBlocks], [true, 1_000_000]);
     assert.deepEqual(c.health, { path: '/health', intervalMs: 5_000, timeoutMs: 2_000, fall: 2, rise: 1 });
-    assert.deepEqual([c.maxBodyBytes, c.logLevel, c.stateFile, c.discardState, c.adminToken, c.adminOpen], [64 * 1024 * 1024, 'info', undefined, false, undefined, false]);
+    assert.deepEqual(
+      [c.maxBodyBytes, c.logLevel, c.stateFile, c.discardState, c.adminToken, c.adminOpen],
+      [64 * 1024 * 1024, 'info', undefined, false, undefined, false],
+    );
   });
 
   it('logs json unless stdout is a TTY; --log-format wins', () => {
@@ -121,7 +135,10 @@ describe('defaults and derived values', () => {
 
   it('parses --max-body with suffixes and --log-level against pino levels', () => {
     assert.equal(load([...cfg, '--max-body', '2KiB']).maxBodyBytes, 2048);
-    assert.deepEqual(problems([...cfg, '--log-level', 'loud']).map((p) => p.path), ['--log-level']);
+    assert.deepEqual(
+      problems([...cfg, '--log-level', 'loud']).map((p) => p.path),
+      ['--log-level'],
+    );
   });
 
   it('strips brackets from an IPv6 listen host', () => {
@@ -130,7 +147,10 @@ describe('defaults and derived values', () => {
 
   it('refuses a local slot on the router port', () => {
     const found = problems(['--config', 'f.json', '--port', '8001'], {}, { 'f.json': FLEET });
-    assert.deepEqual(found.map((p) => p.path), ['hosts[0].port_base']);
+    assert.deepEqual(
+      found.map((p) => p.path),
+      ['hosts[0].port_base'],
+    );
   });
 });
 
@@ -150,7 +170,9 @@ describe('pool size', () => {
   });
 
   it('refuses --initial-replicas above the ceiling, naming both numbers', () => {
-    assert.deepEqual(problems([...f, '--initial-replicas', '5'], {}, fleet), [{ path: '--initial-replicas', message: '5 exceeds the pool ceiling 3 (declared device slots)' }]);
+    assert.deepEqual(problems([...f, '--initial-replicas', '5'], {}, fleet), [
+      { path: '--initial-replicas', message: '5 exceeds the pool ceiling 3 (declared device slots)' },
+    ]);
     assert.deepEqual(problems(f, { ROUTER_INITIAL_REPLICAS: '3', ROUTER_MAX_REPLICAS: '2' }, fleet), [
       { path: 'ROUTER_INITIAL_REPLICAS', message: '3 exceeds the pool ceiling 2 (declared device slots: 3, capped by ROUTER_MAX_REPLICAS 2)' },
     ]);
@@ -172,11 +194,16 @@ describe('admin token', () => {
     const unreadable = problems(cfg, { ROUTER_ADMIN_TOKEN_FILE: '/nope' });
     assert.equal(unreadable[0].path, 'ROUTER_ADMIN_TOKEN_FILE');
     assert.match(unreadable[0].message, /cannot read the admin token file "\/nope": ENOENT/);
-    assert.deepEqual(problems(cfg, { ROUTER_ADMIN_TOKEN_FILE: '/t' }, { 'r.json': STATIC, '/t': '\n' }), [{ path: 'ROUTER_ADMIN_TOKEN_FILE', message: 'the admin token in "/t" is empty' }]);
+    assert.deepEqual(problems(cfg, { ROUTER_ADMIN_TOKEN_FILE: '/t' }, { 'r.json': STATIC, '/t': '\n' }), [
+      { path: 'ROUTER_ADMIN_TOKEN_FILE', message: 'the admin token in "/t" is empty' },
+    ]);
   });
 
   it('refuses both env forms at once', () => {
-    assert.deepEqual(problems(cfg, { ROUTER_ADMIN_TOKEN: 'a', ROUTER_ADMIN_TOKEN_FILE: '/t' }).map((p) => p.path), ['ROUTER_ADMIN_TOKEN']);
+    assert.deepEqual(
+      problems(cfg, { ROUTER_ADMIN_TOKEN: 'a', ROUTER_ADMIN_TOKEN_FILE: '/t' }).map((p) => p.path),
+      ['ROUTER_ADMIN_TOKEN'],
+    );
   });
 
   it('accepts --admin-token with a warning that argv is visible in ps', () => {
@@ -195,7 +222,10 @@ describe('admin token', () => {
     const c = load([...cfg, '--admin-open']);
     assert.equal(c.adminOpen, true);
     assert.match(c.warnings.join('\n'), /--admin-open: the admin API .* is open/);
-    assert.deepEqual(problems([...cfg, '--admin-open'], { ROUTER_ADMIN_TOKEN: 't' }).map((p) => p.path), ['--admin-open']);
+    assert.deepEqual(
+      problems([...cfg, '--admin-open'], { ROUTER_ADMIN_TOKEN: 't' }).map((p) => p.path),
+      ['--admin-open'],
+    );
   });
 
   it('warns that the admin API is closed when hosts are declared without a token', () => {

@@ -139,7 +139,8 @@ function poolSize(fleet: Fleet, initial: Setting | undefined, max: Setting | und
   const ceiling = cap === undefined ? capacity : Math.min(capacity, cap);
   const count = initial === undefined ? (fleet.hosts.length > 0 ? 1 : 0) : Number(initial.value);
   if (fleet.complete && count > ceiling) {
-    const why = max !== undefined && cap !== undefined && cap < capacity ? `declared device slots: ${capacity}, capped by ${max.source} ${cap}` : 'declared device slots';
+    const why =
+      max !== undefined && cap !== undefined && cap < capacity ? `declared device slots: ${capacity}, capped by ${max.source} ${cap}` : 'declared device slots';
     problems.push({ path: initial?.source ?? '--initial-replicas', message: `${count} exceeds the pool ceiling ${ceiling} (${why})` });
   }
   return { initial: count, ceiling };

@@ -22,7 +22,10 @@ function offsetOf(text: string, line: number, column: number): number {
 
 describe('config file parsing', () => {
   it('reads JSON, dropping a leading byte order mark', () => {
-    assert.deepEqual(parseConfigFile('r.json', () => '\uFEFF{"replicas": []}'), { ok: true, document: { replicas: [] } });
+    assert.deepEqual(
+      parseConfigFile('r.json', () => '\uFEFF{"replicas": []}'),
+      { ok: true, document: { replicas: [] } },
+    );
   });
 
   it('reports an unreadable file, naming it', () => {
@@ -57,7 +60,11 @@ describe('config file parsing', () => {
 
   it('puts a reported line and column where JSON.parse says the fault is, for any one-character edit of a real config', () => {
     const demo = readFileSync(new URL('../../../config/demo.json', import.meta.url), 'utf8');
-    const edit = fc.record({ at: fc.nat({ max: demo.length }), op: fc.constantFrom('insert', 'delete', 'cut'), char: fc.constantFrom(...',]}{["\':x1#\n\t /') });
+    const edit = fc.record({
+      at: fc.nat({ max: demo.length }),
+      op: fc.constantFrom('insert', 'delete', 'cut'),
+      char: fc.constantFrom(...',]}{["\':x1#\n\t /'),
+    });
     fc.assert(
       fc.property(edit, ({ at, op, char }) => {
         const text = op === 'insert' ? demo.slice(0, at) + char + demo.slice(at) : op === 'delete' ? demo.slice(0, at) + demo.slice(at + 1) : demo.slice(0, at);
@@ -78,12 +85,20 @@ describe('config file parsing', () => {
   });
 
   it('reads YAML when the name ends in .yaml or .yml, refusing duplicate keys', () => {
-    assert.deepEqual(parseConfigFile('r.yml', () => 'replicas:\n  - host: a\n    port: 1\n'), { ok: true, document: { replicas: [{ host: 'a', port: 1 }] } });
+    assert.deepEqual(
+      parseConfigFile('r.yml', () => 'replicas:\n  - host: a\n    port: 1\n'),
+      { ok: true, document: { replicas: [{ host: 'a', port: 1 }] } },
+    );
     assert.match(failure('replicas: []\nreplicas: []\n', 'r.yaml'), /^"r.yaml" is not valid YAML: Map keys must be unique at line 2, column 1$/);
   });
 
   it('refuses a YAML alias bomb', () => {
-    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]', 'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]'];
+    const bomb = [
+      'a: &a [x, x, x, x, x, x, x, x, x, x]',
+      'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]',
+      'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]',
+      'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]',
+    ];
     assert.match(failure(bomb.join('\n'), 'r.yaml'), /^"r.yaml" is not valid YAML: .*alias/i);
   });
 });

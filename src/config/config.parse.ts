@@ -27,7 +27,8 @@ export function parseConfigFile(path: string, readFile: (p: string) => string): 
 function parseYaml(name: string, text: string): ParsedConfigFile {
   const doc = parseDocument(text, { uniqueKeys: true });
   // Messages read "<what> at line L, column C:" followed by a source excerpt; keep the first line.
-  if (doc.errors.length > 0) return { ok: false, problems: doc.errors.map((e) => problem(`${name} is not valid YAML: ${e.message.split('\n')[0].replace(/:$/, '')}`)) };
+  if (doc.errors.length > 0)
+    return { ok: false, problems: doc.errors.map((e) => problem(`${name} is not valid YAML: ${e.message.split('\n')[0].replace(/:$/, '')}`)) };
   try {
     return { ok: true, document: doc.toJS({ maxAliasCount: 100 }) };
   } catch (error) {

@@ -20,8 +20,7 @@ export type Rule = (value: unknown) => string | undefined;
 /** `got <value>`: the tail of every rule's message. */
 export const got = (value: unknown): string => `got ${showValue(value)}`;
 /** A JSON object (not an array, not null). */
-export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 // ---- value rules, shared with the flag table ---------------------------------------------------
 
@@ -61,10 +60,12 @@ export function checkHealthPath(value: string): string | undefined {
 
 // ---- field rules (the DTOs' decorators) -------------------------------------------------------
 
-export const integer = (min: number, max = Number.MAX_SAFE_INTEGER): Rule => (v) =>
-  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max
-    ? undefined
-    : `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in ${min}..${max}`}, ${got(v)}`;
+export const integer =
+  (min: number, max = Number.MAX_SAFE_INTEGER): Rule =>
+  (v) =>
+    typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max
+      ? undefined
+      : `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in ${min}..${max}`}, ${got(v)}`;
 export const port = integer(1, 65535);
 export const seconds: Rule = (v) =>
   typeof v !== 'number' || !(v > 0) || !Number.isFinite(v)
@@ -74,9 +75,14 @@ export const seconds: Rule = (v) =>
       : undefined;
 export const boolean: Rule = (v) => (typeof v === 'boolean' ? undefined : `must be true or false, ${got(v)}`);
 export const text: Rule = (v) => (typeof v === 'string' && v !== '' ? undefined : `must be a non-empty string, ${got(v)}`);
-export const checked = (check: (s: string) => string | undefined): Rule => (v) => text(v) ?? check(v as string);
-export const oneOf = (choices: readonly string[]): Rule => (v) =>
-  typeof v === 'string' && choices.includes(v) ? undefined : `must be one of ${choices.map((c) => `"${c}"`).join(', ')}, ${got(v)}`;
+export const checked =
+  (check: (s: string) => string | undefined): Rule =>
+  (v) =>
+    text(v) ?? check(v as string);
+export const oneOf =
+  (choices: readonly string[]): Rule =>
+  (v) =>
+    typeof v === 'string' && choices.includes(v) ? undefined : `must be one of ${choices.map((c) => `"${c}"`).join(', ')}, ${got(v)}`;
 /** Replica/host names; absent or null means "use the default name", but a present name is never empty (SPEC §2). */
 export const optionalName: Rule = (v) =>
   v === undefined || v === null || (typeof v === 'string' && NAME_PATTERN.test(v))
@@ -84,14 +90,16 @@ export const optionalName: Rule = (v) =>
     : v === ''
       ? 'must not be empty (leave the name out, or set it to null, for the default name)'
       : `must be 1-64 characters of A-Z a-z 0-9 . _ : -, ${got(v)}`;
-export const stringList = (nonEmpty: boolean): Rule => (v) => {
-  if (!Array.isArray(v)) return `must be an array of strings, ${got(v)}`;
-  if (nonEmpty && v.length === 0) return 'must not be empty';
-  const bad = v.findIndex((s) => typeof s !== 'string');
-  if (bad >= 0) return `must hold only strings; element [${bad}] is ${showValue(v[bad])}`;
-  if (nonEmpty && v[0] === '') return 'element [0] (the program) must not be empty';
-  return undefined;
-};
+export const stringList =
+  (nonEmpty: boolean): Rule =>
+  (v) => {
+    if (!Array.isArray(v)) return `must be an array of strings, ${got(v)}`;
+    if (nonEmpty && v.length === 0) return 'must not be empty';
+    const bad = v.findIndex((s) => typeof s !== 'string');
+    if (bad >= 0) return `must hold only strings; element [${bad}] is ${showValue(v[bad])}`;
+    if (nonEmpty && v[0] === '') return 'element [0] (the program) must not be empty';
+    return undefined;
+  };
 export const devices: Rule = (v) => {
   if (!Array.isArray(v) || v.length === 0) return `must be a non-empty array of device ids, ${got(v)}`;
   const bad = v.findIndex((d) => typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0);

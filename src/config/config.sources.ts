@@ -116,12 +116,16 @@ export function resolveAdminToken(
     try {
       value = readFile(tokenFile.raw).replace(/\r?\n$/, '');
     } catch (error) {
-      problems.push({ path: source, message: `cannot read the admin token file ${JSON.stringify(tokenFile.raw)}: ${error instanceof Error ? error.message : String(error)}` });
+      problems.push({
+        path: source,
+        message: `cannot read the admin token file ${JSON.stringify(tokenFile.raw)}: ${error instanceof Error ? error.message : String(error)}`,
+      });
       return undefined;
     }
   } else if (token !== undefined) {
     ({ raw: value, source } = token);
-    if (source.startsWith('--')) warnings.push(`${source}: the admin token is visible to every local user in ps; prefer ROUTER_ADMIN_TOKEN or ROUTER_ADMIN_TOKEN_FILE`);
+    if (source.startsWith('--'))
+      warnings.push(`${source}: the admin token is visible to every local user in ps; prefer ROUTER_ADMIN_TOKEN or ROUTER_ADMIN_TOKEN_FILE`);
   } else {
     return undefined;
   }

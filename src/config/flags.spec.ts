@@ -33,7 +33,23 @@ describe('flag table', () => {
         mb: defaults['max-body'],
         ll: defaults['log-level'],
       },
-      { host: '0.0.0.0', port: '8000', hi: '5', ht: '2', rt: '3600', sit: '600', ct: '5', mt: '5', ttl: '600', ms: '100000', slack: '8', lt: '600', dt: '300', mb: '64MiB', ll: 'info' },
+      {
+        host: '0.0.0.0',
+        port: '8000',
+        hi: '5',
+        ht: '2',
+        rt: '3600',
+        sit: '600',
+        ct: '5',
+        mt: '5',
+        ttl: '600',
+        ms: '100000',
+        slack: '8',
+        lt: '600',
+        dt: '300',
+        mb: '64MiB',
+        ll: 'info',
+      },
     );
   });
 
@@ -67,7 +83,10 @@ describe('parseArgv', () => {
   });
 
   it('names an unknown flag', () => {
-    assert.deepEqual(parseArgv(['--config', 'a.json', '--bogus', '1']).problems.map((p) => p.path), ['--bogus', 'argv[3]']);
+    assert.deepEqual(
+      parseArgv(['--config', 'a.json', '--bogus', '1']).problems.map((p) => p.path),
+      ['--bogus', 'argv[3]'],
+    );
     assert.match(parseArgv(['--bogus']).problems[0].message, /unknown flag/);
   });
 
@@ -84,7 +103,10 @@ describe('parseArgv', () => {
   });
 
   it('refuses stray words', () => {
-    assert.deepEqual(parseArgv(['serve']).problems.map((p) => p.path), ['argv[0]']);
+    assert.deepEqual(
+      parseArgv(['serve']).problems.map((p) => p.path),
+      ['argv[0]'],
+    );
   });
 
   it('notices --help and -h', () => {

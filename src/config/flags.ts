@@ -36,13 +36,7 @@ export interface FlagSpec<K extends string = string> {
 
 type FlagExtra = Partial<Pick<FlagSpec, 'min' | 'choices' | 'aliases' | 'file' | 'check'>>;
 
-function flag<K extends string>(
-  key: K,
-  kind: FlagKind,
-  defaultValue: string | undefined,
-  help: string,
-  extra: FlagExtra = {},
-): FlagSpec<K> {
+function flag<K extends string>(key: K, kind: FlagKind, defaultValue: string | undefined, help: string, extra: FlagExtra = {}): FlagSpec<K> {
   const env = `ROUTER_${key.toUpperCase().replace(/-/g, '_')}`;
   return { key, name: `--${key}`, env, kind, default: defaultValue, help, ...extra };
 }
@@ -104,7 +98,12 @@ export const FLAGS = [
   flag('max-replicas', 'count', undefined, 'cap on launched replicas (default: every declared device slot)', { min: 1 }),
   flag('launch-timeout', 'seconds', '600', 'seconds a launched replica has to become healthy'),
   flag('drain-timeout', 'seconds', '300', 'seconds a draining replica has to finish its requests'),
-  flag('stop-grace', 'seconds', '30', 'seconds a stopped replica has to stop answering before the router escalates (stop_command, then signals) or reports it still running'),
+  flag(
+    'stop-grace',
+    'seconds',
+    '30',
+    'seconds a stopped replica has to stop answering before the router escalates (stop_command, then signals) or reports it still running',
+  ),
   flag('queue-timeout', 'seconds', '30', 'seconds a request may wait for a replica under its max_inflight before 503 overloaded'),
   flag('queue-max', 'count', '1000', 'requests that may wait for a replica under its max_inflight; more get 503 overloaded at once', { min: 0 }),
   flag('redis-url', 'string', undefined, 'Redis shared by several routers: sessions and fleet leadership (default none: in-memory)'),

@@ -87,14 +87,8 @@ describe('template placeholders', () => {
   });
 
   it('reports a NUL byte in any word of the launch argv or env at its path, so no launch can throw on it', () => {
-    const problems = findHostTemplateProblems(
-      host({ model: 'm\0', serveArgs: ['ok', 'a\0b'], launchWrapper: ['sh', '-c\0'], env: { A: '\0' } }),
-      'hosts[0]',
-    );
-    assert.deepEqual(
-      problems.map((p) => p.path).sort(),
-      ['hosts[0].env.A', 'hosts[0].launch_wrapper[1]', 'hosts[0].model', 'hosts[0].serve_args[1]'],
-    );
+    const problems = findHostTemplateProblems(host({ model: 'm\0', serveArgs: ['ok', 'a\0b'], launchWrapper: ['sh', '-c\0'], env: { A: '\0' } }), 'hosts[0]');
+    assert.deepEqual(problems.map((p) => p.path).sort(), ['hosts[0].env.A', 'hosts[0].launch_wrapper[1]', 'hosts[0].model', 'hosts[0].serve_args[1]']);
     assert.match(problems[0].message, /NUL byte/);
   });
 });
@@ -102,8 +96,22 @@ describe('template placeholders', () => {
 describe('launch argv', () => {
   it('builds pypto-serving-router serve argv by default, serve_args as written', () => {
     assert.deepEqual(buildLaunchArgv(host({ servedModelName: 'dsv4', serveArgs: ['--tp', '{devices}'] }), slot), [
-      'python3', '-m', 'pypto_serving.cli', '--model', '/models/dsv4', '--devices', '2,3', '--host', '0.0.0.0',
-      '--port', '9003', '--show-startup-logs', '--served-model-name', 'dsv4', '--tp', '{devices}',
+      'python3',
+      '-m',
+      'pypto_serving.cli',
+      '--model',
+      '/models/dsv4',
+      '--devices',
+      '2,3',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '9003',
+      '--show-startup-logs',
+      '--served-model-name',
+      'dsv4',
+      '--tp',
+      '{devices}',
     ]);
   });
 
@@ -112,8 +120,20 @@ describe('launch argv', () => {
     assert.equal(argv.length, 4);
     assert.deepEqual(argv.slice(0, 3), ['task-submit', '--dev', '2']);
     assert.deepEqual(shellWords(argv[3]), [
-      'python3', '-m', 'pypto_serving.cli', '--model', '/models/dsv4', '--devices', '2,3', '--host', '0.0.0.0', '--port', '9003',
-      '--show-startup-logs', '--note', "it's",
+      'python3',
+      '-m',
+      'pypto_serving.cli',
+      '--model',
+      '/models/dsv4',
+      '--devices',
+      '2,3',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '9003',
+      '--show-startup-logs',
+      '--note',
+      "it's",
     ]);
   });
 

@@ -110,8 +110,11 @@ export function findHostTemplateProblems(host: HostSpec, path: string): ConfigPr
   for (const [where, template] of templates) {
     for (const message of findTemplateProblems(template)) problems.push({ path: where, message });
     const used = templatePlaceholders(template);
-    const unset = used.find((p) => (p === 'model' && host.model === undefined) || (p === 'served_model_name' && host.model === undefined && host.servedModelName === undefined));
-    if (unset !== undefined) problems.push({ path: where, message: `uses {${unset}} but the host declares no "${unset === 'model' ? 'model' : 'served_model_name" or "model'}"` });
+    const unset = used.find(
+      (p) => (p === 'model' && host.model === undefined) || (p === 'served_model_name' && host.model === undefined && host.servedModelName === undefined),
+    );
+    if (unset !== undefined)
+      problems.push({ path: where, message: `uses {${unset}} but the host declares no "${unset === 'model' ? 'model' : 'served_model_name" or "model'}"` });
   }
   return problems;
 }
@@ -180,11 +183,7 @@ export function buildStopArgv(host: HostSpec, slot: SlotSpec): string[] | undefi
  * Environment of a launched replica: the router's environment minus every `ROUTER_*` variable (so
  * the admin token never reaches a replica), plus the host's `env` with its values expanded.
  */
-export function buildLaunchEnv(
-  host: HostSpec,
-  slot: SlotSpec,
-  routerEnv: Readonly<Record<string, string | undefined>>,
-): Record<string, string> {
+export function buildLaunchEnv(host: HostSpec, slot: SlotSpec, routerEnv: Readonly<Record<string, string | undefined>>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(routerEnv)) {
     if (value !== undefined && !key.startsWith('ROUTER_')) env[key] = value;

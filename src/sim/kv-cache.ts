@@ -71,9 +71,7 @@ export class KvCacheModel {
       throw new RangeError(`KvCacheModel: blockSize must be a positive integer, got ${blockSize}`);
     }
     if (!Number.isInteger(capacityBlocks) || capacityBlocks < 1) {
-      throw new RangeError(
-        `KvCacheModel: capacityBlocks must be a positive integer, got ${capacityBlocks}`,
-      );
+      throw new RangeError(`KvCacheModel: capacityBlocks must be a positive integer, got ${capacityBlocks}`);
     }
   }
 

@@ -117,9 +117,7 @@ export function applyFaultsPatch(current: SimFaults, patch: unknown): SimFaults 
       if (typeof value !== 'boolean') throw new SimFaultsError('reset must be a boolean');
       reset = value;
     } else if (!isFaultKey(key)) {
-      throw new SimFaultsError(
-        `unknown fault "${key}" (known: ${Object.keys(SETTERS).join(', ')}, reset)`,
-      );
+      throw new SimFaultsError(`unknown fault "${key}" (known: ${Object.keys(SETTERS).join(', ')}, reset)`);
     }
   }
   const next = reset ? noFaults() : { ...current };

@@ -85,10 +85,7 @@ export function promptText(kind: CompletionKind, body: Record<string, unknown>):
  * Completion length: `max_completion_tokens`, else `max_tokens` (positive integers), else
  * `fallback`. `explicit` tells whether the client set the limit (finish_reason `length`).
  */
-export function requestedOutputTokens(
-  body: Record<string, unknown>,
-  fallback: number,
-): { count: number; explicit: boolean } {
+export function requestedOutputTokens(body: Record<string, unknown>, fallback: number): { count: number; explicit: boolean } {
   for (const key of ['max_completion_tokens', 'max_tokens']) {
     const value = body[key];
     if (typeof value === 'number' && Number.isInteger(value) && value >= 1) {

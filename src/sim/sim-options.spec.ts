@@ -35,8 +35,17 @@ describe('parseSimArgs', () => {
 
   it('accepts a pypto_serving.cli argv tail', () => {
     const o = parseSimArgs([
-      '--model', '/models/qwen', '--devices', '0,1', '--host', '0.0.0.0', '--port', '8003',
-      '--show-startup-logs', '--served-model-name', 'qwen',
+      '--model',
+      '/models/qwen',
+      '--devices',
+      '0,1',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '8003',
+      '--show-startup-logs',
+      '--served-model-name',
+      'qwen',
     ]);
     assert.equal(o.model, '/models/qwen');
     assert.equal(o.devices, '0,1');
@@ -48,13 +57,33 @@ describe('parseSimArgs', () => {
 
   it('turns fault flags into initial faults', () => {
     const o = parseSimArgs([
-      '--port', '9000', '--fault-status', '502', '--fault-hang', 'body', '--fault-die-after-chunks', '3',
-      '--fault-reset-after-chunks', '1', '--fault-slow-ms', '20', '--fault-health', 'not_ready', '--fault-refuse',
-      '--fault-refuse-ms', '500',
+      '--port',
+      '9000',
+      '--fault-status',
+      '502',
+      '--fault-hang',
+      'body',
+      '--fault-die-after-chunks',
+      '3',
+      '--fault-reset-after-chunks',
+      '1',
+      '--fault-slow-ms',
+      '20',
+      '--fault-health',
+      'not_ready',
+      '--fault-refuse',
+      '--fault-refuse-ms',
+      '500',
     ]);
     assert.deepEqual(o.faults, {
-      status: 502, hang: 'body', die_after_chunks: 3, reset_after_chunks: 1, slow_ms: 20,
-      health: 'not_ready', refuse: true, refuse_ms: 500,
+      status: 502,
+      hang: 'body',
+      die_after_chunks: 3,
+      reset_after_chunks: 1,
+      slow_ms: 20,
+      health: 'not_ready',
+      refuse: true,
+      refuse_ms: 500,
     });
   });
 

@@ -47,9 +47,7 @@ const KEEP_ALIVE_MS = 65_000;
  * be read.
  */
 export async function startSimServer(opts: SimOptions, hooks: SimServerHooks = {}): Promise<SimServer> {
-  const tls = opts.tlsCert !== null && opts.tlsKey !== null
-    ? { cert: readFileSync(opts.tlsCert), key: readFileSync(opts.tlsKey) }
-    : null;
+  const tls = opts.tlsCert !== null && opts.tlsKey !== null ? { cert: readFileSync(opts.tlsCert), key: readFileSync(opts.tlsKey) } : null;
   if (opts.startupDelayMs > 0) await sleep(opts.startupDelayMs);
   const sim = new Simulator(opts, tls, hooks);
   await sim.start();
@@ -152,7 +150,9 @@ class Simulator implements SimServer {
     } else if (!next.refuse && wasRefusing) {
       if (this.relistenTimer !== null) clearTimeout(this.relistenTimer);
       this.relistenTimer = null;
-      this.listenUntilBound().catch((err: unknown) => process.stderr.write(`sim ${this.name}: stopped trying to listen again: ${err instanceof Error ? err.message : 'unknown error'}\n`));
+      this.listenUntilBound().catch((err: unknown) =>
+        process.stderr.write(`sim ${this.name}: stopped trying to listen again: ${err instanceof Error ? err.message : 'unknown error'}\n`),
+      );
     }
   }
 

@@ -120,12 +120,7 @@ export class SimStatsRecorder {
   }
 
   /** The stats document, given identity and live scheduler/fault state. */
-  snapshot(
-    identity: Pick<SimStats, 'name' | 'pid' | 'port' | 'model' | 'devices'>,
-    running: number,
-    waiting: number,
-    faults: SimFaults,
-  ): SimStats {
+  snapshot(identity: Pick<SimStats, 'name' | 'pid' | 'port' | 'model' | 'devices'>, running: number, waiting: number, faults: SimFaults): SimStats {
     const sorted = [...this.ttftWindow].sort((a, b) => a - b);
     const p99 = sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? 0);
     return {

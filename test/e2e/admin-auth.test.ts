@@ -77,8 +77,13 @@ describe('admin API auth, validation and audit (SPEC §8)', () => {
       assert.equal(r.status, status, `${method} ${path}`);
       const marker = `marker-${++n}`;
       await adminCall(router, 'DELETE', `/sessions/${marker}`);
-      const end = router.logs().indexOf(await waitFor(() => router.logs().find((l) => l['event'] === 'audit' && String(l['what']).includes(marker)), 5_000, 'the marker audit line'));
-      const lines = router.logs().slice(start, end).filter((l) => l['event'] === 'audit');
+      const end = router
+        .logs()
+        .indexOf(await waitFor(() => router.logs().find((l) => l['event'] === 'audit' && String(l['what']).includes(marker)), 5_000, 'the marker audit line'));
+      const lines = router
+        .logs()
+        .slice(start, end)
+        .filter((l) => l['event'] === 'audit');
       assert.equal(lines.length, 1, `${method} ${path} (${status}) wrote ${lines.length} audit lines: ${JSON.stringify(lines)}`);
       return lines[0];
     };
@@ -122,7 +127,10 @@ describe('admin API auth, validation and audit (SPEC §8)', () => {
 
   it('documents every property of every schema with an example, and a bearer scheme that does not claim to be a JWT', async () => {
     const doc = JSON.parse((await simRequest(`${routers.open.url}/docs-json`)).body.toString()) as {
-      components: { schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }>; securitySchemes: Record<string, Record<string, unknown>> };
+      components: {
+        schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }>;
+        securitySchemes: Record<string, Record<string, unknown>>;
+      };
     };
     const schemas = doc.components.schemas;
     const refOf = (p: Record<string, unknown>): string | undefined => {

@@ -22,7 +22,21 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
     const ok = await adminCall(routers.open, 'GET', '/replicas');
     assert.equal(ok.status, 200);
     assert.deepEqual(Object.keys(ok.body.replicas[0]).sort(), [
-      'devices', 'draining', 'kind', 'last_health', 'log_path', 'name', 'outstanding', 'owned', 'pid', 'ready', 'routed', 'sessions', 'slot', 'state', 'url',
+      'devices',
+      'draining',
+      'kind',
+      'last_health',
+      'log_path',
+      'name',
+      'outstanding',
+      'owned',
+      'pid',
+      'ready',
+      'routed',
+      'sessions',
+      'slot',
+      'state',
+      'url',
     ]);
     assert.deepEqual(ok.body.capacity, { owned: 0, ceiling: 0, free_slots: [] });
   });
@@ -71,11 +85,24 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
       paths: Record<string, Record<string, unknown>>;
       components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
     };
-    const routes = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)).sort();
-    for (const r of ['GET /replicas', 'POST /replicas', 'DELETE /replicas/{name}', 'PATCH /replicas/{name}', 'GET /fleet', 'GET /sessions', 'GET /sessions/{id}', 'PUT /sessions/{id}', 'DELETE /sessions/{id}']) {
+    const routes = Object.entries(doc.paths)
+      .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`))
+      .sort();
+    for (const r of [
+      'GET /replicas',
+      'POST /replicas',
+      'DELETE /replicas/{name}',
+      'PATCH /replicas/{name}',
+      'GET /fleet',
+      'GET /sessions',
+      'GET /sessions/{id}',
+      'PUT /sessions/{id}',
+      'DELETE /sessions/{id}',
+    ]) {
       assert.ok(routes.includes(r), `${r} documented`);
     }
-    for (const s of ['LaunchReplicasDto', 'PatchReplicaDto', 'PinSessionDto', 'ReplicaListView', 'FleetView']) assert.ok(doc.components.schemas[s], `${s} documented`);
+    for (const s of ['LaunchReplicasDto', 'PatchReplicaDto', 'PinSessionDto', 'ReplicaListView', 'FleetView'])
+      assert.ok(doc.components.schemas[s], `${s} documented`);
     assert.ok(Object.keys(doc.components.securitySchemes).length > 0);
   });
 });
@@ -93,11 +120,17 @@ describe('admin API with --admin-open (SPEC §1)', () => {
 
   it('serves every admin route without a token, reads and writes alike (pypto-serving-router behaviour), and warns at start', async () => {
     // The warning that the admin API is open to anyone, logged once at start.
-    assert.ok(router.logs().some((l) => l['level'] === 40 && /admin API .* is open to anyone/.test(String(l['msg']))), 'no start-up warning');
+    assert.ok(
+      router.logs().some((l) => l['level'] === 40 && /admin API .* is open to anyone/.test(String(l['msg']))),
+      'no start-up warning',
+    );
     // Reads: no Authorization header at all.
     const list = await adminCall(router, 'GET', '/replicas', { token: null });
     assert.equal(list.status, 200);
-    assert.deepEqual(list.body.replicas.map((r: { name: string }) => r.name), ['o0']);
+    assert.deepEqual(
+      list.body.replicas.map((r: { name: string }) => r.name),
+      ['o0'],
+    );
     assert.equal((await adminCall(router, 'GET', '/fleet', { token: null })).status, 200);
     assert.equal((await adminCall(router, 'GET', '/sessions', { token: null })).status, 200);
     // Writes are open too (no 401/403), and take effect.
@@ -125,11 +158,18 @@ describe('stop_command', () => {
     const host = simHost('pk', [0], base, [], { stop_command: ['pkill', '-f', 'replica.js --port {port} '] });
     const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1'], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
     try {
-      const rep = await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { ready: boolean }) => r.ready), 10_000, 'ready');
+      const rep = await waitFor(
+        async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { ready: boolean }) => r.ready),
+        10_000,
+        'ready',
+      );
       const del = await adminCall(router, 'DELETE', '/replicas/pk-d0');
       assert.equal(del.status, 200);
       await waitFor(() => !pidAlive(rep.pid), 5_000, 'the replica process to be gone');
-      assert.equal(router.logs().some((l) => l['event'] === 'stop_failed'), false);
+      assert.equal(
+        router.logs().some((l) => l['event'] === 'stop_failed'),
+        false,
+      );
       assert.equal((await simRequest(`${router.url}/livez`)).status, 200);
     } finally {
       await router.close();

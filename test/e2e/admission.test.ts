@@ -16,7 +16,8 @@ const post = (router: TestRouter, session: string) =>
     timeoutMs: 60_000,
   });
 
-const queued = async (router: TestRouter): Promise<number> => (JSON.parse((await simRequest(`${router.url}/health`)).body.toString()) as { queued: number }).queued;
+const queued = async (router: TestRouter): Promise<number> =>
+  (JSON.parse((await simRequest(`${router.url}/health`)).body.toString()) as { queued: number }).queued;
 
 /** Two streams that hold both places of a `max_inflight: 2` replica until they are destroyed. */
 async function fill(router: TestRouter, sim: SimProcess, name: string): Promise<SimStream[]> {
@@ -46,7 +47,10 @@ describe('admission control: max_inflight and the router queue (SPEC §3)', () =
       await waitFor(async () => (await queued(router)) === 2, 10_000, 'b queued');
 
       // A client that leaves while queued: removed, never sent, its place freed.
-      const gone = http.request(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 'gone' } });
+      const gone = http.request(`${router.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session-id': 'gone' },
+      });
       gone.on('error', () => undefined);
       gone.end(chat(false, 1));
       await waitFor(async () => (await queued(router)) === 3, 10_000, 'the leaving client queued');
@@ -75,7 +79,10 @@ describe('admission control: max_inflight and the router queue (SPEC §3)', () =
       assert.equal(sum(metrics, 'affinity_router_queue_wait_seconds_count', { outcome: 'abandoned' }), 1);
 
       // Places free one at a time and go to the queue's head: a, then b, then c.
-      const seen = async () => Object.keys((await sim.stats()).by_session).filter((k) => k.startsWith('wait-')).sort();
+      const seen = async () =>
+        Object.keys((await sim.stats()).by_session)
+          .filter((k) => k.startsWith('wait-'))
+          .sort();
       long[0].destroy();
       const sa = await a;
       assert.equal(sa.status, 200);

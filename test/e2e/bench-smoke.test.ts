@@ -98,7 +98,10 @@ describe('bench harness smoke run', () => {
       assert.ok(typeof record(record(row)['oneConnection'])['p50Ms'] === 'number');
     }
     const notes = doc['notes'];
-    assert.ok(Array.isArray(notes) && notes.some((n) => /haproxy is not installed: its reference row is skipped/.test(String(n))), 'a missing tool must be skipped with a note');
+    assert.ok(
+      Array.isArray(notes) && notes.some((n) => /haproxy is not installed: its reference row is skipped/.test(String(n))),
+      'a missing tool must be skipped with a note',
+    );
     assert.ok(!targets.includes('haproxy'));
     const checks = doc['targets'];
     assert.ok(Array.isArray(checks) && checks.length === 2);

@@ -21,7 +21,9 @@ describe('a busy replica (SPEC §3: probes have connections of their own, no hid
     const streams: SimStream[] = [];
     try {
       const opened = await Promise.all(
-        Array.from({ length: STREAMS }, (_, i) => simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': `s${i}` }, body: body(50, true) })),
+        Array.from({ length: STREAMS }, (_, i) =>
+          simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': `s${i}` }, body: body(50, true) }),
+        ),
       );
       streams.push(...opened);
       // Every stream reached the replica: none is parked in a connection pool.
@@ -44,7 +46,11 @@ describe('a busy replica (SPEC §3: probes have connections of their own, no hid
         assert.equal(h.status, 200, `router /health answered ${h.status} with ${STREAMS} streams in flight: ${h.body.toString()}`);
         assert.equal(view.replicas[0]?.ready, true);
         const t0 = performance.now();
-        const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(1, false) });
+        const r = await simRequest(`${router.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: body(1, false),
+        });
         newRequestMs.push(performance.now() - t0);
         assert.equal(r.status, 200, r.body.toString());
         assert.equal(r.headers['x-replica-name'], 'busy');

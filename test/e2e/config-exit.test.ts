@@ -53,7 +53,10 @@ function runMain(args: string[], env: Record<string, string> = {}): Promise<Exit
  */
 function assertConfigExit(result: Exit, expected: readonly [path: string, message: RegExp][]): void {
   assert.equal(result.code, 2, `exit code; stderr: ${result.stderr}`);
-  for (const [name, text] of [['stdout', result.stdout], ['stderr', result.stderr]] as const) {
+  for (const [name, text] of [
+    ['stdout', result.stdout],
+    ['stderr', result.stderr],
+  ] as const) {
     assert.doesNotMatch(text, /"event":"listening"|affinity-router listening/, `${name} has the listening line`);
   }
   const lines = result.stderr.split('\n').filter((l) => l.startsWith('error: '));
@@ -88,7 +91,14 @@ describe('main exits 2 on invalid config or flags', () => {
   });
 
   it('names every bad field of the file at once', async () => {
-    const bad = file('fields.json', { replicas: [{ host: 'a', port: '8000' }, { host: 'b', port: 1, scheme: 'ftp' }], routing: { session_ttl: 0 }, extra: 1 });
+    const bad = file('fields.json', {
+      replicas: [
+        { host: 'a', port: '8000' },
+        { host: 'b', port: 1, scheme: 'ftp' },
+      ],
+      routing: { session_ttl: 0 },
+      extra: 1,
+    });
     assertConfigExit(await runMain(['--replicas', bad]), [
       ['replicas[0].port', /got "8000"/],
       ['replicas[1].scheme', /got "ftp"/],
@@ -103,14 +113,24 @@ describe('main exits 2 on invalid config or flags', () => {
   });
 
   it('names an unsafe replica name and an unsafe host name at their paths', async () => {
-    const replica = file('unsafe-replica.json', { replicas: [{ host: '127.0.0.1', port: 9000 }, { name: 'gpu 1/evil', host: '127.0.0.1', port: 9001 }] });
+    const replica = file('unsafe-replica.json', {
+      replicas: [
+        { host: '127.0.0.1', port: 9000 },
+        { name: 'gpu 1/evil', host: '127.0.0.1', port: 9001 },
+      ],
+    });
     assertConfigExit(await runMain(['--config', replica]), [['replicas[1].name', /^must be 1-64 characters of A-Z a-z 0-9 \. _ : -, got "gpu 1\/evil"/]]);
     const host = file('unsafe-host.json', { hosts: [{ name: 'node$(id)', devices: [0], model: 'm' }] });
     assertConfigExit(await runMain(['--config', host]), [['hosts[0].name', /^must be 1-64 characters of A-Z a-z 0-9 \. _ : -, got "node\$\(id\)"/]]);
   });
 
   it('exits 2 on an empty replica or host name, naming its path', async () => {
-    const replica = file('empty-replica.json', { replicas: [{ host: '127.0.0.1', port: 9000 }, { name: '', host: '127.0.0.1', port: 9001 }] });
+    const replica = file('empty-replica.json', {
+      replicas: [
+        { host: '127.0.0.1', port: 9000 },
+        { name: '', host: '127.0.0.1', port: 9001 },
+      ],
+    });
     assertConfigExit(await runMain(['--config', replica]), [['replicas[1].name', /^must not be empty/]]);
     const host = file('empty-host.json', { hosts: [{ name: '', devices: [0], model: 'm' }] });
     assertConfigExit(await runMain(['--config', host]), [['hosts[0].name', /^must not be empty/]]);

@@ -77,7 +77,10 @@ describe('data plane (SPEC §3)', () => {
     // chunk by chunk: arrivals spread over ~1.9 s at the replica's pace. A loaded 2-core machine may
     // deliver a late timer's chunk next to the following one, so judge the median gap, not each gap.
     assert.ok(chunks.at(-1)!.at - chunks[0].at > 1_500);
-    const gaps = chunks.slice(1).map((c, i) => c.at - chunks[i].at).sort((a, b) => a - b);
+    const gaps = chunks
+      .slice(1)
+      .map((c, i) => c.at - chunks[i].at)
+      .sort((a, b) => a - b);
     assert.ok(gaps[Math.floor(gaps.length / 2)] > 70, `median gap ${gaps[Math.floor(gaps.length / 2)]} ms`);
     assert.ok(gaps.filter((g) => g < 30).length <= 3, `bunched gaps: ${gaps.map(Math.round).join(',')}`);
   });
@@ -263,10 +266,12 @@ describe('data plane failures (SPEC §3, §5)', () => {
       const body = JSON.stringify({ model: 'sim-model', max_tokens: maxTokens, messages: [{ role: 'user', content: 'write a lot' }] });
       const req = http.request(`${router.url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } });
       req.on('error', () => undefined); // our own destroy
-      const head = new Promise<http.IncomingMessage>((ok) => req.once('response', (res) => {
-        res.on('error', () => undefined);
-        ok(res);
-      }));
+      const head = new Promise<http.IncomingMessage>((ok) =>
+        req.once('response', (res) => {
+          res.on('error', () => undefined);
+          ok(res);
+        }),
+      );
       req.end(body);
       await waitFor(async () => (await sim.stats()).inflight === 1, 5_000, 'the simulator to hold the request');
       assert.equal(router.outstanding('gen'), 1);
@@ -316,7 +321,10 @@ describe('data plane failures (SPEC §3, §5)', () => {
       await s.done;
       const last = JSON.parse(s.events.at(-1)!.data) as { error: { code: string } };
       assert.equal(last.error.code, 'replica_timeout');
-      assert.equal(s.events.some((e) => e.data === '[DONE]'), false);
+      assert.equal(
+        s.events.some((e) => e.data === '[DONE]'),
+        false,
+      );
       await waitFor(() => router.outstanding('stall') === 0, 1_000, 'outstanding back to 0');
     } finally {
       await router.close();
@@ -338,7 +346,7 @@ describe('data plane: what goes back to the client', () => {
     });
   }
 
-  it('drops the replica\'s hop-by-hop headers, keeps its others, overrides spoofed router headers, and keeps the client connection open after an upstream Connection: close', async () => {
+  it("drops the replica's hop-by-hop headers, keeps its others, overrides spoofed router headers, and keeps the client connection open after an upstream Connection: close", async () => {
     // A bare engine that closes every connection and sends hop-by-hop headers the client must not see.
     const engine = http.createServer((req, res) => {
       req.resume();

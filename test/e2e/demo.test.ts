@@ -100,7 +100,11 @@ describe('npm start: the demo', () => {
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
     const why = (): string => `\nstdout:\n${out.slice(-3000)}\nstderr:\n${err.slice(-3000)}`;
 
-    const banner = await waitFor(() => /^\s*router\s+(\S+)\s+admin token: (\S+)$/m.exec(out) ?? (child.exitCode !== null ? 'exited' : undefined), 10_000, `the demo banner${why()}`);
+    const banner = await waitFor(
+      () => /^\s*router\s+(\S+)\s+admin token: (\S+)$/m.exec(out) ?? (child.exitCode !== null ? 'exited' : undefined),
+      10_000,
+      `the demo banner${why()}`,
+    );
     assert.notEqual(banner, 'exited', `the demo exited before printing its URL${why()}`);
     const [, url, token] = banner as RegExpExecArray;
     assert.equal(url, `http://${host}:${port}`, 'printed URL');
@@ -111,7 +115,9 @@ describe('npm start: the demo', () => {
     const chat = Buffer.from(JSON.stringify({ model: 'sim-model', session_id: 'demo-1', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }));
     const r = await waitFor(
       async () => {
-        const res = await simRequest(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat }).catch(() => undefined);
+        const res = await simRequest(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat }).catch(
+          () => undefined,
+        );
         return res?.status === 200 ? res : undefined;
       },
       15_000,

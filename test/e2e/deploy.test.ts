@@ -66,7 +66,9 @@ interface Resource {
 
 function loadManifests(): Resource[] {
   const out: Resource[] = [];
-  for (const file of readdirSync(K8S_DIR).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+  for (const file of readdirSync(K8S_DIR)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
     for (const doc of parseAllDocuments(readFileSync(join(K8S_DIR, file), 'utf8'))) {
       assert.equal(doc.errors.length, 0, `deploy/k8s/${file}: ${doc.errors.map((e) => e.message).join('; ')}`);
       const body: unknown = doc.toJS();
@@ -184,7 +186,9 @@ function readMounted(path: string): string {
   for (const m of listAt(container, 'volumeMounts', deployment.file).filter(isObj)) {
     const dir = String(m['mountPath']).replace(/\/$/, '');
     if (!path.startsWith(`${dir}/`)) continue;
-    const vol = listAt(podSpec, 'volumes', deployment.file).filter(isObj).find((v) => v['name'] === m['name']);
+    const vol = listAt(podSpec, 'volumes', deployment.file)
+      .filter(isObj)
+      .find((v) => v['name'] === m['name']);
     if (vol === undefined || !isObj(vol['configMap'])) throw new Error(`${path}: the volume mounted at ${dir} is not a ConfigMap`);
     const where = `${path} (volume ${String(m['name'])})`;
     return keyOf(referenced('ConfigMap', vol['configMap']['name'], where), path.slice(dir.length + 1), where);
@@ -221,7 +225,8 @@ describe('deploy/k8s manifests match the app', () => {
       assert.equal(containerPortOf(at(container, `${p}.httpGet.port`, deployment.file), p), containerPort, `${p} must probe the container port`);
     }
     const svcPorts = listAt(service.body, 'spec.ports', service.file).filter(isObj);
-    for (const sp of svcPorts) assert.equal(containerPortOf(sp['targetPort'], service.file), containerPort, `Service port ${String(sp['name'])} must target the container port`);
+    for (const sp of svcPorts)
+      assert.equal(containerPortOf(sp['targetPort'], service.file), containerPort, `Service port ${String(sp['name'])} must target the container port`);
     const selector = objAt(service.body, 'spec.selector', service.file);
     const labels = objAt(deployment.body, 'spec.template.metadata.labels', deployment.file);
     for (const [k, v] of Object.entries(selector)) assert.equal(labels[k], v, `the Service selector ${k}=${String(v)} must match the pod labels`);
@@ -230,7 +235,10 @@ describe('deploy/k8s manifests match the app', () => {
     for (const b of backends) {
       assert.equal(at(b, 'backend.service.name', ingress.file), service.name, 'the Ingress must send to the router Service');
       const port = objAt(b, 'backend.service.port', ingress.file);
-      assert.ok(svcPorts.some((sp) => sp['name'] === port['name'] || sp['port'] === port['number']), `Ingress backend port ${JSON.stringify(port)} is not a port of the Service`);
+      assert.ok(
+        svcPorts.some((sp) => sp['name'] === port['name'] || sp['port'] === port['number']),
+        `Ingress backend port ${JSON.stringify(port)} is not a port of the Service`,
+      );
     }
     const scrape = objAt(deployment.body, 'spec.template.metadata.annotations', deployment.file)['prometheus.io/port'];
     if (scrape !== undefined) assert.equal(Number(scrape), containerPort, 'prometheus.io/port must be the container port');
@@ -251,7 +259,10 @@ describe('deploy/k8s manifests match the app', () => {
     const sleepS = isObj(pre) && isObj(pre['exec']) ? Number(listAt(pre, 'exec.command', deployment.file).at(-1)) : 0;
     // docs/operations.md's rule: preStop + drain + the 10 s SIGKILL escalation of a launched
     // replica's stop, and a margin above that.
-    assert.ok(graceS > sleepS + drainS + 10, `terminationGracePeriodSeconds ${graceS} must exceed preStop ${sleepS} s + --drain-timeout ${drainS} s + 10 s stop escalation`);
+    assert.ok(
+      graceS > sleepS + drainS + 10,
+      `terminationGracePeriodSeconds ${graceS} must exceed preStop ${sleepS} s + --drain-timeout ${drainS} s + 10 s stop escalation`,
+    );
   });
 
   it('configure the ingress for long streams and the --max-body limit', () => {
@@ -262,7 +273,11 @@ describe('deploy/k8s manifests match the app', () => {
     assert.ok(Number(a('proxy-read-timeout')) >= longest, `proxy-read-timeout "${a('proxy-read-timeout')}" must be >= ${longest} s`);
     assert.ok(Number(a('proxy-send-timeout')) >= longest, `proxy-send-timeout "${a('proxy-send-timeout')}" must be >= ${longest} s`);
     assert.equal(a('proxy-buffering'), 'off', 'proxy-buffering must be off so SSE chunks are relayed at once');
-    assert.equal(nginxSize(a('proxy-body-size')), cfg.maxBodyBytes, `proxy-body-size "${a('proxy-body-size')}" must equal --max-body (${cfg.maxBodyBytes} bytes)`);
+    assert.equal(
+      nginxSize(a('proxy-body-size')),
+      cfg.maxBodyBytes,
+      `proxy-body-size "${a('proxy-body-size')}" must equal --max-body (${cfg.maxBodyBytes} bytes)`,
+    );
   });
 });
 
@@ -272,12 +287,28 @@ describe('deploy/Dockerfile matches the app', () => {
     assert.deepEqual(execForm(inFinal('ENTRYPOINT').at(-1), 'ENTRYPOINT'), ['npm', 'run', 'start:prod', '--']);
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
     assert.match(pkg.scripts?.['start:prod'] ?? '', /\bnode dist\/main\.js\b/, 'package.json start:prod must run dist/main.js');
-    assert.ok(inFinal('RUN').some((r) => /\bnpm ci\b/.test(r.args) && /--omit=dev\b/.test(r.args)), 'the runtime stage must run npm ci --omit=dev');
+    assert.ok(
+      inFinal('RUN').some((r) => /\bnpm ci\b/.test(r.args) && /--omit=dev\b/.test(r.args)),
+      'the runtime stage must run npm ci --omit=dev',
+    );
     // Without --ignore-scripts the postinstall build (tsc, a dev dependency) runs and fails there.
-    assert.ok(inFinal('RUN').some((r) => /\bnpm ci\b/.test(r.args) && /--ignore-scripts\b/.test(r.args)), 'the runtime npm ci must skip install scripts');
-    assert.ok(inFinal('COPY').some((c) => /--from=\S+/.test(c.args) && /\bdist\b/.test(c.args)), 'the runtime stage must copy the built dist/');
-    assert.deepEqual(inFinal('STOPSIGNAL').map((s) => s.args), ['SIGTERM']);
-    assert.deepEqual(inFinal('EXPOSE').map((e) => Number(e.args)), [DEFAULT_PORT], `EXPOSE must be the --port default ${DEFAULT_PORT}`);
+    assert.ok(
+      inFinal('RUN').some((r) => /\bnpm ci\b/.test(r.args) && /--ignore-scripts\b/.test(r.args)),
+      'the runtime npm ci must skip install scripts',
+    );
+    assert.ok(
+      inFinal('COPY').some((c) => /--from=\S+/.test(c.args) && /\bdist\b/.test(c.args)),
+      'the runtime stage must copy the built dist/',
+    );
+    assert.deepEqual(
+      inFinal('STOPSIGNAL').map((s) => s.args),
+      ['SIGTERM'],
+    );
+    assert.deepEqual(
+      inFinal('EXPOSE').map((e) => Number(e.args)),
+      [DEFAULT_PORT],
+      `EXPOSE must be the --port default ${DEFAULT_PORT}`,
+    );
   });
 
   it('runs as a non-root user', () => {

@@ -11,7 +11,8 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
-const chat = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
+const chat = (extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
 const allReady = (r: { url: string }) => async () => {
   const l = await adminCall(r, 'GET', '/replicas');
   return l.body.replicas.length > 0 && l.body.replicas.every((x: { ready: boolean }) => x.ready) ? l.body.replicas : undefined;
@@ -20,7 +21,10 @@ const allReady = (r: { url: string }) => async () => {
 /** Run main.js to completion (for exit-code checks). */
 function runRouter(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((done) => {
-    const c = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', ...args], { env: { ...process.env, ...ENV }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const c = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', ...args], {
+      env: { ...process.env, ...ENV },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     c.stderr.on('data', (d: Buffer) => (err += d.toString()));
     c.on('exit', (code) => done({ code, stderr: err }));
@@ -53,10 +57,14 @@ describe('router process lifecycle (SPEC §6)', () => {
     );
     await s.waitForEvents(1);
     router.child.kill('SIGTERM');
-    const ready = await waitFor(async () => {
-      const r = await simRequest(`${router.url}/readyz`);
-      return r.status === 503 ? (JSON.parse(r.body.toString()) as { status: string; phase: string }) : undefined;
-    }, 5_000, '/readyz to turn 503');
+    const ready = await waitFor(
+      async () => {
+        const r = await simRequest(`${router.url}/readyz`);
+        return r.status === 503 ? (JSON.parse(r.body.toString()) as { status: string; phase: string }) : undefined;
+      },
+      5_000,
+      '/readyz to turn 503',
+    );
     assert.deepEqual([ready.status, ready.phase], ['stopping', 'stopping'], 'not ready because the router is stopping');
     // 503 came first: the stream (40 tokens, 100 ms apart: 4 s, room for a loaded machine) was still running at that moment.
     assert.equal(finished, false, 'the stream was still running when /readyz answered 503');
@@ -87,7 +95,11 @@ describe('router process lifecycle (SPEC §6)', () => {
       const state = join(mkdtempSync(join(tmpdir(), 'ar-early-')), 'state.json');
       writeFileSync(state, JSON.stringify({ replicas: [{ slot: 'h-d1', host: 'h', devices: [1], address: '127.0.0.1', port: base + 1 }] }));
       const cfg = writeTempConfig({ hosts: [simHost('h', [0, 1], base)] });
-      const child = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', '--config', cfg, '--state-file', state, '--initial-replicas', '1', '--health-timeout', '3'], { env: { ...process.env, ...ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', '--config', cfg, '--state-file', state, '--initial-replicas', '1', '--health-timeout', '3'],
+        { env: { ...process.env, ...ENV }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let out = '';
       let err = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -99,11 +111,17 @@ describe('router process lifecycle (SPEC §6)', () => {
       const code = await exited;
       assert.equal(code, 0, err);
       assert.match(err, /received SIGINT during start-up/);
-      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       const launch = lines.find((l) => l['event'] === 'launch');
       assert.ok(launch !== undefined, 'the initial replica was launched during start-up');
       killedPids.push(launch['pid'] as number);
-      assert.ok(lines.some((l) => l['event'] === 'shutdown' && l['signal'] === 'SIGINT'), 'the held signal started the drain');
+      assert.ok(
+        lines.some((l) => l['event'] === 'shutdown' && l['signal'] === 'SIGINT'),
+        'the held signal started the drain',
+      );
       assert.ok(lines.some((l) => l['event'] === 'stop' && l['replica'] === launch['replica']));
       assert.equal(pidGone(launch['pid'] as number), true, 'the replica launched during start-up did not survive');
     } finally {
@@ -146,12 +164,18 @@ describe('router process lifecycle (SPEC §6)', () => {
     assert.ok(router.logs().some((l) => l['event'] === 'shutdown_forced' && l['signal'] === 'SIGINT'));
     assert.notEqual(await s.done, 'end', 'the stream in flight was cut, not finished');
     assert.equal(pidAlive(rep.pid), true, 'a replica not stopped yet keeps running');
-    assert.deepEqual(JSON.parse(readFileSync(state, 'utf8')).replicas.map((r: { slot: string; pid: number }) => [r.slot, r.pid]), [['f-d0', rep.pid]]);
+    assert.deepEqual(
+      JSON.parse(readFileSync(state, 'utf8')).replicas.map((r: { slot: string; pid: number }) => [r.slot, r.pid]),
+      [['f-d0', rep.pid]],
+    );
 
     const next = await spawnRouter(args, ENV);
     procs.push(next);
     const list = (await adminCall(next, 'GET', '/replicas')).body.replicas;
-    assert.deepEqual(list.map((r: { name: string; kind: string; pid: number }) => [r.name, r.kind, r.pid]), [['f-d0', 'adopted', rep.pid]]);
+    assert.deepEqual(
+      list.map((r: { name: string; kind: string; pid: number }) => [r.name, r.kind, r.pid]),
+      [['f-d0', 'adopted', rep.pid]],
+    );
     next.child.kill('SIGTERM');
     assert.equal((await next.exited()).code, 0);
     assert.ok(pidGone(rep.pid), 'the clean shutdown of the next start stops it');
@@ -180,27 +204,43 @@ describe('router process lifecycle (SPEC §6)', () => {
     process.kill(dead.pid, 'SIGKILL');
     await waitFor(() => !pidAlive(dead.pid), 3_000, 'a-d2 to die');
 
-    const second = await spawnRouter(args.map((a) => (a === '3' ? '3' : a)), ENV);
+    const second = await spawnRouter(
+      args.map((a) => (a === '3' ? '3' : a)),
+      ENV,
+    );
     procs.push(second);
     const list = (await adminCall(second, 'GET', '/replicas')).body;
     const adopted = list.replicas.filter((r: { kind: string }) => r.kind === 'adopted');
-    assert.deepEqual(adopted.map((r: { name: string; pid: number }) => [r.name, r.pid]), before.filter((r) => r.name !== 'a-d2').map((r) => [r.name, r.pid]));
+    assert.deepEqual(
+      adopted.map((r: { name: string; pid: number }) => [r.name, r.pid]),
+      before.filter((r) => r.name !== 'a-d2').map((r) => [r.name, r.pid]),
+    );
     const fleet = (await adminCall(second, 'GET', '/fleet')).body;
     assert.equal(fleet.orphans.length, 1);
     assert.equal(fleet.orphans[0].slot, 'a-d2');
     assert.deepEqual(fleet.orphans[0].devices, [2]);
     // --initial-replicas 3 counts the two adopted ones: exactly one launch, into the freed slot
     const launched = list.replicas.filter((r: { kind: string }) => r.kind === 'launched');
-    assert.deepEqual(launched.map((r: { name: string }) => r.name), ['a-d2']);
+    assert.deepEqual(
+      launched.map((r: { name: string }) => r.name),
+      ['a-d2'],
+    );
     assert.equal(second.logs().filter((l) => l['event'] === 'launch').length, 1);
     // The lifecycle lines and counters an operator reads after a crash.
     for (const r of before.filter((x) => x.name !== 'a-d2')) {
-      assert.ok(second.logs().some((l) => l['event'] === 'adopt' && l['replica'] === r.name && l['pid'] === r.pid), `adopt line of ${r.name}`);
+      assert.ok(
+        second.logs().some((l) => l['event'] === 'adopt' && l['replica'] === r.name && l['pid'] === r.pid),
+        `adopt line of ${r.name}`,
+      );
     }
     const orphanLine = second.logs().find((l) => l['event'] === 'orphan');
     assert.deepEqual([orphanLine?.['slot'], orphanLine?.['devices'], orphanLine?.['host']], ['a-d2', [2], 'a']);
     assert.ok(second.logs().some((l) => l['event'] === 'adoption_done' && l['orphans'] === 1));
-    assert.equal(second.logs().some((l) => l['event'] === 'adopt_pid_unproven'), false, 'the pids the router launched are proven');
+    assert.equal(
+      second.logs().some((l) => l['event'] === 'adopt_pid_unproven'),
+      false,
+      'the pids the router launched are proven',
+    );
     assert.deepEqual(await fleetEvents(second), { launch: 1, stop: 0, adoption: 2, launch_failure: 0, launch_timeout: 0, exit: 0 });
     assert.equal(await replicaState(second, 'a-d0'), 'ready');
     for (const [id, replica] of sessions) {
@@ -230,7 +270,10 @@ describe('router process lifecycle (SPEC §6)', () => {
     const second = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--state-file', state], ENV);
     procs.push(second);
     const list = (await adminCall(second, 'GET', '/replicas')).body.replicas;
-    assert.deepEqual(list.map((r: { name: string; kind: string; ready: boolean }) => [r.name, r.kind, r.ready]), [['p-d0', 'adopted', true]]);
+    assert.deepEqual(
+      list.map((r: { name: string; kind: string; ready: boolean }) => [r.name, r.kind, r.ready]),
+      [['p-d0', 'adopted', true]],
+    );
     assert.equal(second.logs().filter((l) => l['event'] === 'launch').length, 0);
     const written = JSON.parse(readFileSync(state, 'utf8'));
     assert.equal(written.version, 1);

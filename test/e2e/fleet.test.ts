@@ -37,16 +37,29 @@ describe('fleet (SPEC §6)', () => {
   it('launches --initial-replicas, routes nothing to them until healthy, then to both; argv carries the device group', async () => {
     const base = await freePortRange(4);
     // Loading takes 4 s: long enough that the two calls below land before it even on a loaded runner.
-    const router = await start({ hosts: [simHost('h', [0, 1, 2, 3], base, ['--startup-delay', '4'], { devices_per_replica: 2 })] }, ['--initial-replicas', '2']);
-    const list = await adminCall(router, 'GET', '/replicas');
-    assert.deepEqual(list.body.replicas.map((r: { name: string; state: string; kind: string }) => [r.name, r.state, r.kind]), [
-      ['h-d0', 'launching', 'launched'],
-      ['h-d2', 'launching', 'launched'],
+    const router = await start({ hosts: [simHost('h', [0, 1, 2, 3], base, ['--startup-delay', '4'], { devices_per_replica: 2 })] }, [
+      '--initial-replicas',
+      '2',
     ]);
-    assert.deepEqual(list.body.replicas.map((r: { url: string }) => r.url), [`http://127.0.0.1:${base}`, `http://127.0.0.1:${base + 2}`]);
+    const list = await adminCall(router, 'GET', '/replicas');
+    assert.deepEqual(
+      list.body.replicas.map((r: { name: string; state: string; kind: string }) => [r.name, r.state, r.kind]),
+      [
+        ['h-d0', 'launching', 'launched'],
+        ['h-d2', 'launching', 'launched'],
+      ],
+    );
+    assert.deepEqual(
+      list.body.replicas.map((r: { url: string }) => r.url),
+      [`http://127.0.0.1:${base}`, `http://127.0.0.1:${base + 2}`],
+    );
     const early = await post(router, 'early');
     assert.equal(early.status, 503);
-    await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.every((r: { ready: boolean }) => r.ready), 30_000, 'both replicas ready');
+    await waitFor(
+      async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.every((r: { ready: boolean }) => r.ready),
+      30_000,
+      'both replicas ready',
+    );
     const names = new Set<string>();
     for (let i = 0; i < 4; i++) names.add(String((await post(router, `s${i}`)).headers['x-replica-name']));
     assert.deepEqual([...names].sort(), ['h-d0', 'h-d2']);
@@ -60,12 +73,21 @@ describe('fleet (SPEC §6)', () => {
     const sim = `http://127.0.0.1:${base}`;
     await waitFor(async () => (await simRequest(`${sim}/__sim/stats`).catch(() => undefined))?.status === 200, 10_000, 'the simulator to listen');
     // Listening, and probed twice by the router with 503 not_ready: still not promoted.
-    const probed = async () => (await adminCall(router, 'GET', '/replicas')).body.replicas[0] as { state: string; last_health: { status?: number; at: string } | null };
-    const first = await waitFor(async () => ((await probed()).last_health?.status === 503 ? (await probed()).last_health!.at : undefined), 5_000, 'a failed health probe');
-    const second = await waitFor(async () => {
-      const r = await probed();
-      return r.last_health?.status === 503 && r.last_health.at !== first ? r : undefined;
-    }, 5_000, 'a second failed health probe');
+    const probed = async () =>
+      (await adminCall(router, 'GET', '/replicas')).body.replicas[0] as { state: string; last_health: { status?: number; at: string } | null };
+    const first = await waitFor(
+      async () => ((await probed()).last_health?.status === 503 ? (await probed()).last_health!.at : undefined),
+      5_000,
+      'a failed health probe',
+    );
+    const second = await waitFor(
+      async () => {
+        const r = await probed();
+        return r.last_health?.status === 503 && r.last_health.at !== first ? r : undefined;
+      },
+      5_000,
+      'a second failed health probe',
+    );
     assert.equal(second.state, 'launching');
     assert.equal(await replicaState(router, 'u-d0'), 'launching');
     const early = await post(router, 'early');
@@ -148,13 +170,22 @@ describe('fleet (SPEC §6)', () => {
 
   it('stops a replica not ready within --launch-timeout, frees its slot and reports the log path and tail', async () => {
     const base = await freePortRange(1);
-    const router = await start({ hosts: [simHost('t', [0], base, ['--startup-delay', '60', '--show-startup-logs'])] }, ['--initial-replicas', '1', '--launch-timeout', '1']);
+    const router = await start({ hosts: [simHost('t', [0], base, ['--startup-delay', '60', '--show-startup-logs'])] }, [
+      '--initial-replicas',
+      '1',
+      '--launch-timeout',
+      '1',
+    ]);
     const pid = await pidOf(router, 't-d0');
     assert.ok(pidAlive(pid));
-    const fleet = await waitFor(async () => {
-      const f = await adminCall(router, 'GET', '/fleet');
-      return f.body.failures.length > 0 && f.body.slots[0].state === 'free' ? f.body : undefined;
-    }, 15_000, 'the launch timeout');
+    const fleet = await waitFor(
+      async () => {
+        const f = await adminCall(router, 'GET', '/fleet');
+        return f.body.failures.length > 0 && f.body.slots[0].state === 'free' ? f.body : undefined;
+      },
+      15_000,
+      'the launch timeout',
+    );
     assert.match(fleet.failures[0].reason, /launch-timeout/);
     assert.match(fleet.failures[0].log_path, /t-d0\.log$/);
     assert.ok(fleet.failures[0].log_tail.length > 0, 'log tail reported');
@@ -165,7 +196,10 @@ describe('fleet (SPEC §6)', () => {
     assert.equal(line['log_path'], fleet.failures[0].log_path);
     assert.match(String(line['log_path']), /t-d0\.log$/);
     assert.ok(Array.isArray(line['log_tail']) && line['log_tail'].length > 0, 'the log line carries the log tail');
-    assert.ok((line['log_tail'] as string[]).some((l) => l.trim() !== ''), 'the tail has the replica output');
+    assert.ok(
+      (line['log_tail'] as string[]).some((l) => l.trim() !== ''),
+      'the tail has the replica output',
+    );
     assert.match(String(line['reason']), /launch-timeout/);
     await waitFor(async () => (await fleetEvents(router)).stop === 1, 5_000, 'the stop to be counted');
     assert.deepEqual(await fleetEvents(router), { launch: 1, stop: 1, adoption: 0, launch_failure: 0, launch_timeout: 1, exit: 0 });
@@ -182,7 +216,11 @@ describe('fleet (SPEC §6)', () => {
     const pid = await pidOf(router, victim);
     await s.waitForEvents(2);
     const del = adminCall(router, 'DELETE', `/replicas/${victim}`);
-    await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { name: string }) => r.name === victim)?.draining, 2_000, 'draining');
+    await waitFor(
+      async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { name: string }) => r.name === victim)?.draining,
+      2_000,
+      'draining',
+    );
     assert.equal(await replicaState(router, victim), 'draining');
     assert.equal(await replicaState(router, other), 'ready');
     const drainLine = await router.waitForLog((l) => l['event'] === 'drain' && l['replica'] === victim);
@@ -196,7 +234,10 @@ describe('fleet (SPEC §6)', () => {
     assert.equal(s.events.at(-1)?.data, '[DONE]');
     const chunks = s.events.slice(0, -1).map((e) => JSON.parse(e.data) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });
     assert.equal(chunks.filter((c) => (c.choices[0]?.delta.content ?? '') !== '').length, 30);
-    assert.deepEqual(chunks.map((c) => c.choices[0]?.finish_reason ?? null).filter((f) => f !== null), ['length']);
+    assert.deepEqual(
+      chunks.map((c) => c.choices[0]?.finish_reason ?? null).filter((f) => f !== null),
+      ['length'],
+    );
     const answer = await del;
     assert.equal(answer.status, 200);
     assert.equal(answer.body.stopped, true);
@@ -221,7 +262,10 @@ describe('fleet (SPEC §6)', () => {
     assert.ok(took > 800 && took < 5_000, `cut after ${took} ms`);
     const last = JSON.parse(s.events.at(-1)!.data) as { error?: { code: string } };
     assert.equal(last.error?.code, 'replica_disconnected');
-    assert.equal(s.events.some((e) => e.data === '[DONE]'), false);
+    assert.equal(
+      s.events.some((e) => e.data === '[DONE]'),
+      false,
+    );
     assert.equal((await del).status, 200);
   });
 
@@ -316,9 +360,16 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
     await router.waitForLog((l) => l['event'] === 'stop_skipped' && l['replica'] === 'v-d0');
     assert.equal(pidAlive(sleeper.pid!), true, 'the recorded pid was never signalled');
     assert.equal((await sim.stats()).name, 'v-d0', 'the replica keeps running');
-    assert.equal(router.logs().some((l) => l['event'] === 'stop' && l['replica'] === 'v-d0'), false);
+    assert.equal(
+      router.logs().some((l) => l['event'] === 'stop' && l['replica'] === 'v-d0'),
+      false,
+    );
     const left = JSON.parse(readFileSync(state, 'utf8')).replicas as Array<{ slot: string; pid: number | null }>;
-    assert.deepEqual(left.map((r) => [r.slot, r.pid]), [['v-d0', null]], 'a replica left running stays recorded for the next start');
+    assert.deepEqual(
+      left.map((r) => [r.slot, r.pid]),
+      [['v-d0', null]],
+      'a replica left running stays recorded for the next start',
+    );
   });
 
   it('adopts a live endpoint whose recorded pid is dead without a pid; DELETE stops it with the stop_command', async () => {
@@ -338,7 +389,10 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
     assert.equal(del.body.stopped, true);
     await sim.exited(); // stopped by the stop_command: the router had no pid to signal
     assert.equal(pidAlive(sim.pid), false);
-    assert.equal(router.logs().some((l) => l['event'] === 'stop_failed'), false);
+    assert.equal(
+      router.logs().some((l) => l['event'] === 'stop_failed'),
+      false,
+    );
     assert.deepEqual(await fleetEvents(router), { launch: 0, stop: 1, adoption: 1, launch_failure: 0, launch_timeout: 0, exit: 0 });
   });
 
@@ -347,10 +401,14 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
     const host = simHost('x', [0], base, [], { stop_command: ['true'] }); // succeeds, stops nothing
     const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1', '--stop-grace', '1'], TOKEN_ENV);
     routers.push(router);
-    const [rep] = await waitFor(async () => {
-      const l = (await adminCall(router, 'GET', '/replicas')).body.replicas;
-      return l.length === 1 && l[0].ready ? l : undefined;
-    }, 15_000, 'the replica ready');
+    const [rep] = await waitFor(
+      async () => {
+        const l = (await adminCall(router, 'GET', '/replicas')).body.replicas;
+        return l.length === 1 && l[0].ready ? l : undefined;
+      },
+      15_000,
+      'the replica ready',
+    );
     const del = await adminCall(router, 'DELETE', '/replicas/x-d0');
     assert.equal(del.status, 200, JSON.stringify(del.body));
     assert.equal(del.body.stopped, true);
@@ -377,7 +435,11 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
     assert.deepEqual(fleet.capacity.free_slots, [], 'no second replica may launch onto its devices');
     assert.ok(router.logs().some((l) => l['event'] === 'stop_incomplete' && l['replica'] === 'y-d0'));
     const recorded = JSON.parse(readFileSync(state, 'utf8')) as { replicas: { slot: string }[] };
-    assert.deepEqual(recorded.replicas.map((r) => r.slot), ['y-d0'], 'the next start adopts it again');
+    assert.deepEqual(
+      recorded.replicas.map((r) => r.slot),
+      ['y-d0'],
+      'the next start adopts it again',
+    );
     assert.equal((await fleetEvents(router)).stop, 0);
   });
 });

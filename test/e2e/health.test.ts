@@ -12,7 +12,13 @@ const post = (router: TestRouter, headers: Record<string, string> = {}) =>
   simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: chat });
 const health = async (router: TestRouter) => {
   const r = await simRequest(`${router.url}/health`);
-  return { status: r.status, body: JSON.parse(r.body.toString()) as { status: string; replicas: Array<{ name: string; ready: boolean; outstanding: number; routed: number }> } & Record<string, unknown> };
+  return {
+    status: r.status,
+    body: JSON.parse(r.body.toString()) as { status: string; replicas: Array<{ name: string; ready: boolean; outstanding: number; routed: number }> } & Record<
+      string,
+      unknown
+    >,
+  };
 };
 const ready = async (router: TestRouter, name: string) => (await health(router)).body.replicas.find((r) => r.name === name)?.ready;
 
@@ -49,7 +55,13 @@ describe('health and failover (SPEC §5)', () => {
     // fall 5 and one poll a minute: the start-up probe is at most one failure of the five, so only
     // the passive connect-failure signal can make "dead" unready by the time the request returns.
     const router = await startTestRouter(
-      { replicas: [{ name: 'dead', host: '127.0.0.1', port: dead }, { name: 'good', host: '127.0.0.1', port: good.port }], health: { fall: 5 } },
+      {
+        replicas: [
+          { name: 'dead', host: '127.0.0.1', port: dead },
+          { name: 'good', host: '127.0.0.1', port: good.port },
+        ],
+        health: { fall: 5 },
+      },
       ['--health-interval', '60'],
     );
     try {
@@ -63,7 +75,10 @@ describe('health and failover (SPEC §5)', () => {
       assert.equal(r.headers['x-router-affinity'], 'switch;reason=unhealthy');
       assert.equal(await ready(router, 'dead'), false);
       const unready = router.logs().filter((l) => l['event'] === 'unready');
-      assert.deepEqual(unready.map((l) => l['replica']), ['dead']);
+      assert.deepEqual(
+        unready.map((l) => l['replica']),
+        ['dead'],
+      );
       assert.match(String(unready[0]['reason']), /^connect failed: .*ECONNREFUSED/);
       for (let i = 0; i < 5; i++) assert.equal((await post(router)).headers['x-replica-name'], 'good');
       assert.equal(router.outstanding('dead'), 0);
@@ -78,7 +93,13 @@ describe('health and failover (SPEC §5)', () => {
     const good = await spawnSim({ name: 'good' });
     // One active probe at start (it times out: one failure); fall 3 leaves room for two more.
     const router = await startTestRouter(
-      { replicas: [{ name: 'flooded', host: '127.0.0.1', port: hole.port }, { name: 'good', host: '127.0.0.1', port: good.port }], health: { fall: 3 } },
+      {
+        replicas: [
+          { name: 'flooded', host: '127.0.0.1', port: hole.port },
+          { name: 'good', host: '127.0.0.1', port: good.port },
+        ],
+        health: { fall: 3 },
+      },
       ['--health-interval', '60', '--health-timeout', '0.3', '--connect-timeout', '0.3'],
       { ROUTER_ADMIN_TOKEN: TEST_TOKEN },
     );
@@ -93,7 +114,10 @@ describe('health and failover (SPEC §5)', () => {
       }
       // Four connect timeouts, more than fall: a passive signal would have demoted it by now.
       assert.equal(await ready(router, 'flooded'), true);
-      assert.equal(router.logs().some((l) => l['event'] === 'unready'), false);
+      assert.equal(
+        router.logs().some((l) => l['event'] === 'unready'),
+        false,
+      );
       assert.equal(router.outstanding('flooded'), 0);
       assert.equal(router.outstanding('good'), 0);
     } finally {
@@ -108,7 +132,11 @@ describe('health and failover (SPEC §5)', () => {
     // fall 5, one poll a minute: nothing but the data plane's own connect failures demotes a or b.
     const router = await startTestRouter(
       {
-        replicas: [{ name: 'a', host: '127.0.0.1', port: a }, { name: 'b', host: '127.0.0.1', port: b }, { name: 'good', host: '127.0.0.1', port: good.port }],
+        replicas: [
+          { name: 'a', host: '127.0.0.1', port: a },
+          { name: 'b', host: '127.0.0.1', port: b },
+          { name: 'good', host: '127.0.0.1', port: good.port },
+        ],
         health: { fall: 5 },
       },
       ['--health-interval', '60'],
@@ -134,7 +162,10 @@ describe('health and failover (SPEC §5)', () => {
       assert.deepEqual((await good.stats()).requests, 0, 'the good replica received a request: a second retry');
       // Both refusals were seen (each demoted its replica at once); "good" was routable all along.
       assert.deepEqual([await ready(router, 'a'), await ready(router, 'b'), await ready(router, 'good')], [false, false, true]);
-      assert.deepEqual(['a', 'b', 'good'].map((n) => router.outstanding(n)), [0, 0, 0]);
+      assert.deepEqual(
+        ['a', 'b', 'good'].map((n) => router.outstanding(n)),
+        [0, 0, 0],
+      );
       const next = await post(router, { 'x-session-id': 's' });
       assert.equal(next.status, 200);
       assert.equal(next.headers['x-replica-name'], 'good');
@@ -162,7 +193,11 @@ describe('health and failover (SPEC §5)', () => {
       const r = await post(router);
       assert.equal(r.status, 200);
       assert.equal(r.headers['x-replica-name'], 'fresh');
-      assert.equal(router.logs().some((l) => l['event'] === 'ready' && l['replica'] === 'fresh'), false, 'promoted by the poller');
+      assert.equal(
+        router.logs().some((l) => l['event'] === 'ready' && l['replica'] === 'fresh'),
+        false,
+        'promoted by the poller',
+      );
     } finally {
       await router.close();
     }
@@ -193,10 +228,10 @@ describe('health and failover (SPEC §5)', () => {
 
   it('needs fall consecutive failures: one bad poll does not demote', async () => {
     const flaky = await spawnSim({ name: 'flaky' });
-    const router = await startTestRouter(
-      { replicas: [{ name: 'flaky', host: '127.0.0.1', port: flaky.port }], health: { fall: 3, rise: 1 } },
-      ['--health-interval', '0.1'],
-    );
+    const router = await startTestRouter({ replicas: [{ name: 'flaky', host: '127.0.0.1', port: flaky.port }], health: { fall: 3, rise: 1 } }, [
+      '--health-interval',
+      '0.1',
+    ]);
     try {
       await flaky.setFaults({ health: 'not_ready' });
       // wait until a failed poll has been recorded, then heal before the third
@@ -212,7 +247,10 @@ describe('health and failover (SPEC §5)', () => {
 
   it('never demotes for 4xx answers', async () => {
     const sim = await spawnSim({ name: 'strict' });
-    const router = await startTestRouter({ replicas: [{ name: 'strict', host: '127.0.0.1', port: sim.port }], health: { fall: 1 } }, ['--health-interval', '60']);
+    const router = await startTestRouter({ replicas: [{ name: 'strict', host: '127.0.0.1', port: sim.port }], health: { fall: 1 } }, [
+      '--health-interval',
+      '60',
+    ]);
     try {
       for (let i = 0; i < 5; i++) {
         const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from('{not json') });
@@ -240,7 +278,12 @@ describe('health and failover (SPEC §5)', () => {
 
   it('with every replica down answers 503 no_replica_available with Retry-After and X-Session-Id at once, without queueing', async () => {
     const sim = await spawnSim({ name: 'down' });
-    const router = await startTestRouter({ replicas: [{ name: 'down', host: '127.0.0.1', port: sim.port }], health: { fall: 1 } }, ['--health-interval', '0.1', '--queue-timeout', '30']);
+    const router = await startTestRouter({ replicas: [{ name: 'down', host: '127.0.0.1', port: sim.port }], health: { fall: 1 } }, [
+      '--health-interval',
+      '0.1',
+      '--queue-timeout',
+      '30',
+    ]);
     const queued: string[] = [];
     router.app.get(AdmissionService).onLeave((outcome) => queued.push(outcome));
     try {
@@ -282,7 +325,17 @@ describe('health and failover (SPEC §5)', () => {
       await post(router, { 'x-session-id': 'a' });
       const h = await health(router);
       assert.equal(h.status, 200);
-      assert.deepEqual(Object.keys(h.body).sort(), ['affinity_hits', 'queued', 'rejected', 'replicas', 'replicas_ready', 'replicas_total', 'routed', 'sessions', 'status']);
+      assert.deepEqual(Object.keys(h.body).sort(), [
+        'affinity_hits',
+        'queued',
+        'rejected',
+        'replicas',
+        'replicas_ready',
+        'replicas_total',
+        'routed',
+        'sessions',
+        'status',
+      ]);
       assert.deepEqual(
         { ...h.body, replicas: undefined },
         { status: 'ok', replicas_ready: 1, replicas_total: 1, sessions: 1, routed: 2, affinity_hits: 1, rejected: 0, queued: 0, replicas: undefined },

@@ -54,14 +54,21 @@ describe('a throw inside the data plane', () => {
     assert.doesNotMatch(String(e['message']), /injected/);
 
     // The next request is served as usual, by the same process.
-    const ok = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 'boom' }, body: chat });
+    const ok = await simRequest(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-session-id': 'boom' },
+      body: chat,
+    });
     assert.equal(ok.status, 200);
     assert.equal((await sim.stats()).requests, 1, 'only the second request reached the replica');
     assert.equal(router.outstanding('only'), 0);
 
     // The operator's view: one error line with the request id and the cause, the request line, the counters.
     const err = await router.waitForLog((l) => l['event'] === 'internal_error');
-    assert.deepEqual([err['level'], err['reqId'], err['source'], err['method'], err['path'], err['count']], [50, 'req-boom', 'data_plane', 'POST', '/v1/chat/completions', 1]);
+    assert.deepEqual(
+      [err['level'], err['reqId'], err['source'], err['method'], err['path'], err['count']],
+      [50, 'req-boom', 'data_plane', 'POST', '/v1/chat/completions', 1],
+    );
     assert.match(String((err['err'] as { message?: unknown }).message), /injected routing bug/);
     const line = await router.waitForLog((l) => l['event'] === 'request' && l['reqId'] === 'req-boom');
     assert.deepEqual([line['status'], line['cause']], [500, 'internal_error']);

@@ -4,7 +4,8 @@ import { spawnSim, simRequest, simStream, stopAllSims, type SimProcess } from '.
 import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
 import { parseProm, sum } from '../support/prom.js';
 
-const chat = (extra: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }));
+const chat = (extra: Record<string, unknown> = {}) =>
+  Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }));
 const scrape = async (router: TestRouter) => parseProm((await simRequest(`${router.url}/metrics`)).body.toString());
 
 describe('metrics (SPEC §9)', () => {
@@ -30,7 +31,11 @@ describe('metrics (SPEC §9)', () => {
     const { samples, problems } = await scrape(router);
     assert.deepEqual(problems, []);
     for (const s of sims) {
-      assert.equal(sum(samples, 'affinity_router_requests_total', { replica: s.name, status: '200', route: '/v1/chat/completions' }), sent.get(s.name) ?? 0, s.name);
+      assert.equal(
+        sum(samples, 'affinity_router_requests_total', { replica: s.name, status: '200', route: '/v1/chat/completions' }),
+        sent.get(s.name) ?? 0,
+        s.name,
+      );
       assert.equal(sum(samples, 'affinity_router_replica_inflight', { replica: s.name }), 0);
       assert.equal((await s.stats()).requests, sent.get(s.name) ?? 0);
     }
@@ -55,10 +60,14 @@ describe('accounting invariant under mixed outcomes', () => {
   it('received = Σ termination causes, in-flight back to 0, each cause in the log', async () => {
     const good = await spawnSim({ name: 'ok', args: ['--itl-ms', '30'] });
     const bad = await spawnSim({ name: 'bad', args: ['--itl-ms', '30'] });
-    const router = await startTestRouter(
-      { replicas: [good, bad].map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), health: { fall: 100 } },
-      ['--request-timeout', '0.5', '--health-interval', '60', '--max-body', '1MiB'],
-    );
+    const router = await startTestRouter({ replicas: [good, bad].map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), health: { fall: 100 } }, [
+      '--request-timeout',
+      '0.5',
+      '--health-interval',
+      '60',
+      '--max-body',
+      '1MiB',
+    ]);
     try {
       const to = (replica: string) => (replica === 'ok' ? good : bad);
       // pin two sessions, one per replica
@@ -78,7 +87,10 @@ describe('accounting invariant under mixed outcomes', () => {
       // upstream error: reset mid-stream x2
       await bad.setFaults({ reset_after_chunks: 2 });
       for (let i = 0; i < 2; i++, sent++) {
-        const s = await simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': sBad }, body: chat({ stream: true, max_tokens: 10 }).toString() });
+        const s = await simStream(`${router.url}/v1/chat/completions`, {
+          headers: { 'x-session-id': sBad },
+          body: chat({ stream: true, max_tokens: 10 }).toString(),
+        });
         await s.done;
       }
       // timeouts x2
@@ -89,7 +101,11 @@ describe('accounting invariant under mixed outcomes', () => {
       }
       // rejected: body over --max-body x1
       await bad.setFaults({ reset: true });
-      const big = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'big' }, body: Buffer.alloc(2 * 1024 * 1024, 0x20) });
+      const big = await simRequest(`${router.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'x-session-id': 'big' },
+        body: Buffer.alloc(2 * 1024 * 1024, 0x20),
+      });
       assert.equal(big.status, 413);
       sent++;
       // no replica x2
@@ -101,10 +117,14 @@ describe('accounting invariant under mixed outcomes', () => {
         const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: chat() });
         assert.equal(r.status, 503);
       }
-      await waitFor(async () => {
-        const { samples } = await scrape(router);
-        return sum(samples, 'affinity_router_requests_received_total') === sent && sum(samples, 'affinity_router_request_terminations_total') === sent;
-      }, 3_000, 'every request accounted');
+      await waitFor(
+        async () => {
+          const { samples } = await scrape(router);
+          return sum(samples, 'affinity_router_requests_received_total') === sent && sum(samples, 'affinity_router_request_terminations_total') === sent;
+        },
+        3_000,
+        'every request accounted',
+      );
       const { samples, problems } = await scrape(router);
       assert.deepEqual(problems, [], 'the scrape after every kind of outcome lints clean');
       const expected = { ok: 7, client_abort: 3, upstream_error: 2, upstream_timeout: 2, no_replica: 2, rejected: 1 };
@@ -113,10 +133,7 @@ describe('accounting invariant under mixed outcomes', () => {
       assert.equal(sum(samples, 'affinity_router_replica_inflight'), 0);
       // By status, as the client saw it: the aborted and the broken streams had their 200 already.
       const byStatus = (status: string) => sum(samples, 'affinity_router_requests_total', { status });
-      assert.deepEqual(
-        { 200: byStatus('200'), 503: byStatus('503'), 504: byStatus('504'), 413: byStatus('413') },
-        { 200: 7 + 3 + 2, 503: 2, 504: 2, 413: 1 },
-      );
+      assert.deepEqual({ 200: byStatus('200'), 503: byStatus('503'), 504: byStatus('504'), 413: byStatus('413') }, { 200: 7 + 3 + 2, 503: 2, 504: 2, 413: 1 });
       // The log has one line per request, and the same count per cause as the metrics.
       const logged = router.logs().filter((l) => l['event'] === 'request');
       assert.equal(logged.length, sent);
@@ -173,7 +190,10 @@ describe('stream timing, directory evictions and quiet health probes', () => {
     const r = await startTestRouter({ replicas: [{ name: slow.name, host: '127.0.0.1', port: slow.port }] });
     try {
       const t0 = performance.now();
-      const s = await simStream(`${r.url}/v1/chat/completions`, { headers: { 'x-session-id': 'prefill' }, body: chat({ stream: true, max_tokens: 5 }).toString() });
+      const s = await simStream(`${r.url}/v1/chat/completions`, {
+        headers: { 'x-session-id': 'prefill' },
+        body: chat({ stream: true, max_tokens: 5 }).toString(),
+      });
       const headersAt = performance.now() - t0;
       assert.equal(s.status, 200);
       assert.equal(await s.done, 'end');
@@ -218,6 +238,9 @@ describe('stream timing, directory evictions and quiet health probes', () => {
     const c0 = await checks();
     await waitFor(async () => (await checks()) >= c0 + 5, 5_000, 'five more probes');
     const probeLines = router.logs().filter((l) => l['event'] !== 'request' && /health|probe/i.test(JSON.stringify(l)));
-    assert.deepEqual(probeLines.filter((l) => l['event'] !== 'ready' && l['event'] !== 'unready'), []);
+    assert.deepEqual(
+      probeLines.filter((l) => l['event'] !== 'ready' && l['event'] !== 'unready'),
+      [],
+    );
   });
 });

@@ -55,7 +55,10 @@ function stubPrograms(names: string[]): { bin: string; records: string; read(fil
 }
 
 /** The words a POSIX shell makes of `line`. */
-const shellWords = (line: string): string[] => execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${line}`], { encoding: 'utf8' }).split('\0').slice(0, -1);
+const shellWords = (line: string): string[] =>
+  execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${line}`], { encoding: 'utf8' })
+    .split('\0')
+    .slice(0, -1);
 
 describe('pypto-serving-router compatibility (SPEC §2)', () => {
   const procs: RouterProcess[] = [];
@@ -81,24 +84,44 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
           port_base: base,
           model: '/models/qwen3 14b',
           served_model_name: 'qwen3',
-          serve_args: ['--compile-config', '{"graph": true}', "--note", "it's"],
+          serve_args: ['--compile-config', '{"graph": true}', '--note', "it's"],
           env: { RECORD_FILE: record, DEVICE: '{device}' },
           launch_wrapper: [process.execPath, RECORDER, '{port}', 'node-d{device}'],
           log_dir: dir,
         },
       ],
     };
-    const router = await spawnRouter(['--replicas', writeTempConfig(config), '--initial-replicas', '1', '--health-interval', '0.2'], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
+    const router = await spawnRouter(['--replicas', writeTempConfig(config), '--initial-replicas', '1', '--health-interval', '0.2'], {
+      ROUTER_ADMIN_TOKEN: TEST_TOKEN,
+    });
     procs.push(router);
     await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas[0]?.ready, 15_000, 'the wrapped replica to be ready');
     const rec = JSON.parse(readFileSync(record, 'utf8')) as { argv: string[]; env: { DEVICE: string } };
     assert.equal(rec.argv.length, 3, 'the serve command is one argument after the wrapper');
     assert.deepEqual(rec.argv.slice(0, 2), [String(base), 'node-d0']);
     assert.equal(rec.env.DEVICE, '0');
-    const words = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${rec.argv[2]}`], { encoding: 'utf8' }).split('\0').slice(0, -1);
+    const words = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${rec.argv[2]}`], { encoding: 'utf8' })
+      .split('\0')
+      .slice(0, -1);
     assert.deepEqual(words, [
-      'python3', '-m', 'pypto_serving.cli', '--model', '/models/qwen3 14b', '--devices', '0,1', '--host', '0.0.0.0',
-      '--port', String(base), '--show-startup-logs', '--served-model-name', 'qwen3', '--compile-config', '{"graph": true}', '--note', "it's",
+      'python3',
+      '-m',
+      'pypto_serving.cli',
+      '--model',
+      '/models/qwen3 14b',
+      '--devices',
+      '0,1',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      String(base),
+      '--show-startup-logs',
+      '--served-model-name',
+      'qwen3',
+      '--compile-config',
+      '{"graph": true}',
+      '--note',
+      "it's",
     ]);
   });
 
@@ -111,20 +134,37 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
     });
     procs.push(router);
     const replicas = (await adminCall(router, 'GET', '/replicas')).body.replicas as Array<{ name: string; kind: string; url: string }>;
-    assert.deepEqual(replicas.find((r) => r.kind === 'static'), { ...replicas.find((r) => r.kind === 'static'), name: '10.0.0.5:8000', url: 'http://10.0.0.5:8000' });
+    assert.deepEqual(
+      replicas.find((r) => r.kind === 'static'),
+      { ...replicas.find((r) => r.kind === 'static'), name: '10.0.0.5:8000', url: 'http://10.0.0.5:8000' },
+    );
     const fleet = (await adminCall(router, 'GET', '/fleet')).body;
-    assert.deepEqual(fleet.slots.map((x: { name: string; host: string; port: number; devices: number[] }) => [x.name, x.host, x.port, x.devices]), [
-      ['local-d0', 'local', 8001, [0]],
-      ['local-d1', 'local', 8002, [1]],
-      ['node02-d0', 'node02', 9001, [0, 1]],
-      ['node02-d2', 'node02', 9003, [2, 3]],
-    ]);
+    assert.deepEqual(
+      fleet.slots.map((x: { name: string; host: string; port: number; devices: number[] }) => [x.name, x.host, x.port, x.devices]),
+      [
+        ['local-d0', 'local', 8001, [0]],
+        ['local-d1', 'local', 8002, [1]],
+        ['node02-d0', 'node02', 9001, [0, 1]],
+        ['node02-d2', 'node02', 9003, [2, 3]],
+      ],
+    );
     // --initial-replicas fills the local host first: python3 (found on PATH) with pypto's serve argv.
     const d0 = await waitFor(() => stub.read('python3-0.json'), 10_000, 'local-d0 to be launched');
     const d1 = await waitFor(() => stub.read('python3-1.json'), 10_000, 'local-d1 to be launched');
     const serve = (device: number) => [
-      '-m', 'pypto_serving.cli', '--model', '/models/deepseek-v4', '--devices', String(device), '--host', '0.0.0.0',
-      '--port', String(8001 + device), '--show-startup-logs', '--max-batch-size', '8',
+      '-m',
+      'pypto_serving.cli',
+      '--model',
+      '/models/deepseek-v4',
+      '--devices',
+      String(device),
+      '--host',
+      '0.0.0.0',
+      '--port',
+      String(8001 + device),
+      '--show-startup-logs',
+      '--max-batch-size',
+      '8',
     ];
     assert.deepEqual(d0.argv, serve(0));
     assert.deepEqual(d1.argv, serve(1));
@@ -146,10 +186,19 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
       const work = mkdtempSync(join(tmpdir(), 'ar-pypto-work-'));
       const logs = join(mkdtempSync(join(tmpdir(), 'ar-pypto-logs-')), 'nested');
       // Only where node02 is and where it keeps files change; what it launches is as shipped.
-      const moved = { ssh: `${userInfo().username}@127.0.0.1`, ssh_port: server.port, identity_file: server.identityFile, known_hosts: server.knownHostsFile, workdir: work, log_dir: logs };
+      const moved = {
+        ssh: `${userInfo().username}@127.0.0.1`,
+        ssh_port: server.port,
+        identity_file: server.identityFile,
+        known_hosts: server.knownHostsFile,
+        workdir: work,
+        log_dir: logs,
+      };
       Object.assign(copy.hosts[1], moved);
       for (const [k, v] of Object.entries(original.hosts[1])) if (!(k in moved)) assert.deepEqual(copy.hosts[1][k], v, k);
-      const router = await spawnRouter(['--replicas', writeTempConfig(copy), '--initial-replicas', '0', '--health-interval', '0.2'], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
+      const router = await spawnRouter(['--replicas', writeTempConfig(copy), '--initial-replicas', '0', '--health-interval', '0.2'], {
+        ROUTER_ADMIN_TOKEN: TEST_TOKEN,
+      });
       procs.push(router);
       const launched = await adminCall(router, 'POST', '/replicas', { body: { host: 'node02' } });
       assert.equal(launched.status, 202);
@@ -160,11 +209,29 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
       assert.deepEqual(rec.argv.slice(0, 3), ['--device', '0,1', '--'], 'the wrapper as templated');
       assert.equal(rec.argv.length, 4, 'the serve command is one argument after the wrapper');
       assert.deepEqual(shellWords(rec.argv[3]), [
-        '/opt/venv/bin/python', '-m', 'pypto_serving.cli', '--model', '/models/deepseek-v4', '--devices', '0,1', '--host', '0.0.0.0',
-        '--port', '9001', '--show-startup-logs', '--served-model-name', 'deepseek-v4', '--max-batch-size', '8', '--log-level', 'info',
+        '/opt/venv/bin/python',
+        '-m',
+        'pypto_serving.cli',
+        '--model',
+        '/models/deepseek-v4',
+        '--devices',
+        '0,1',
+        '--host',
+        '0.0.0.0',
+        '--port',
+        '9001',
+        '--show-startup-logs',
+        '--served-model-name',
+        'deepseek-v4',
+        '--max-batch-size',
+        '8',
+        '--log-level',
+        'info',
       ]);
       assert.ok(existsSync(join(logs, 'node02-d0.log')), 'log directory created and log written on the machine that runs it');
-      const key = readFileSync(server.identityFile, 'utf8').split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'))[0];
+      const key = readFileSync(server.identityFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.length > 20 && !l.startsWith('-----'))[0];
       assert.equal(JSON.stringify(router.logs()).includes(key) || router.stderr().includes(key), false, 'identity file contents in the log');
       router.child.kill('SIGTERM');
       assert.equal((await router.exited()).code, 0);

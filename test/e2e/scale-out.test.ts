@@ -66,15 +66,29 @@ describe('scale-out through Redis (issue 8)', () => {
     // Router B puts 3 long streams on the same replica (within its own slack); router A's own count sees none.
     const streams = [];
     for (let i = 0; i < 3; i++) {
-      streams.push(await simStream(`${b.url}/v1/chat/completions`, { headers: { 'x-session-id': 'shared-load' }, body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'x' }] }) }));
+      streams.push(
+        await simStream(`${b.url}/v1/chat/completions`, {
+          headers: { 'x-session-id': 'shared-load' },
+          body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'x' }] }),
+        }),
+      );
     }
     try {
       await waitFor(async () => (await foreign(a)) === 3, 5_000, "A to sample B's three streams");
-      for (const st of streams) assert.equal(st.headers['x-replica-name'], pinned, `streams: ${streams.map((x) => `${String(x.headers['x-replica-name'])}/${String(x.headers['x-router-affinity'])}`).join(' ')}`);
-      const moved = await waitFor(async () => {
-        const r = await ask(a, 'shared-load');
-        return r.headers['x-router-affinity'] === 'switch;reason=overload' ? r : undefined;
-      }, 5_000, 'router A to see the engine load and move the session');
+      for (const st of streams)
+        assert.equal(
+          st.headers['x-replica-name'],
+          pinned,
+          `streams: ${streams.map((x) => `${String(x.headers['x-replica-name'])}/${String(x.headers['x-router-affinity'])}`).join(' ')}`,
+        );
+      const moved = await waitFor(
+        async () => {
+          const r = await ask(a, 'shared-load');
+          return r.headers['x-router-affinity'] === 'switch;reason=overload' ? r : undefined;
+        },
+        5_000,
+        'router A to see the engine load and move the session',
+      );
       assert.notEqual(moved.headers['x-replica-name'], pinned);
     } finally {
       for (const st of streams) st.destroy();
@@ -88,13 +102,23 @@ describe('scale-out through Redis (issue 8)', () => {
     const cfg = writeTempConfig({ hosts: [simHost('lh', [0, 1], base)] });
     const common = ['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2', '--lease-ttl', '2', '--initial-replicas', '2'];
     const first = await start(common);
-    const fleet = await waitFor(async () => {
-      const l = (await adminCall(first, 'GET', '/replicas')).body.replicas;
-      return l.length === 2 && l.every((r: { ready: boolean }) => r.ready) ? l : undefined;
-    }, 15_000, 'the leader to launch two replicas');
+    const fleet = await waitFor(
+      async () => {
+        const l = (await adminCall(first, 'GET', '/replicas')).body.replicas;
+        return l.length === 2 && l.every((r: { ready: boolean }) => r.ready) ? l : undefined;
+      },
+      15_000,
+      'the leader to launch two replicas',
+    );
     const second = await start(common);
     // the follower mirrors the fleet and routes to it, but refuses fleet changes
-    await waitFor(async () => (await adminCall(second, 'GET', '/replicas')).body.replicas.filter((r: { ready: boolean; kind: string }) => r.ready && r.kind === 'shared').length === 2, 10_000, 'the follower to mirror the fleet');
+    await waitFor(
+      async () =>
+        (await adminCall(second, 'GET', '/replicas')).body.replicas.filter((r: { ready: boolean; kind: string }) => r.ready && r.kind === 'shared').length ===
+        2,
+      10_000,
+      'the follower to mirror the fleet',
+    );
     const refused = await adminCall(second, 'POST', '/replicas');
     assert.equal(refused.status, 409);
     assert.equal(refused.body.leader, first.url);
@@ -103,10 +127,14 @@ describe('scale-out through Redis (issue 8)', () => {
     const t0 = performance.now();
     first.child.kill('SIGKILL');
     await first.exited();
-    const adopted = await waitFor(async () => {
-      const l = (await adminCall(second, 'GET', '/replicas')).body.replicas;
-      return l.length === 2 && l.every((r: { kind: string; ready: boolean }) => r.kind === 'adopted' && r.ready) ? l : undefined;
-    }, 10_000, 'the follower to lead and adopt');
+    const adopted = await waitFor(
+      async () => {
+        const l = (await adminCall(second, 'GET', '/replicas')).body.replicas;
+        return l.length === 2 && l.every((r: { kind: string; ready: boolean }) => r.kind === 'adopted' && r.ready) ? l : undefined;
+      },
+      10_000,
+      'the follower to lead and adopt',
+    );
     assert.ok(performance.now() - t0 < 8_000, 'taken over within the lease (plus a probe)');
     assert.deepEqual(adopted.map((r: { pid: number }) => r.pid).sort(), fleet.map((r: { pid: number }) => r.pid).sort(), 'same processes, none relaunched');
     for (const r of fleet) assert.ok(pidAlive(r.pid));
@@ -129,10 +157,14 @@ describe('scale-out through Redis (issue 8)', () => {
     const router = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
     assert.equal((await ask(router, 'before')).status, 200);
     await rd.stop();
-    await waitFor(async () => {
-      const r = await simRequest(`${router.url}/readyz`);
-      return (JSON.parse(r.body.toString()) as { degraded?: { redis?: string } }).degraded?.redis !== undefined;
-    }, 5_000, '/readyz to report Redis');
+    await waitFor(
+      async () => {
+        const r = await simRequest(`${router.url}/readyz`);
+        return (JSON.parse(r.body.toString()) as { degraded?: { redis?: string } }).degraded?.redis !== undefined;
+      },
+      5_000,
+      '/readyz to report Redis',
+    );
     const first = await ask(router, 'during');
     assert.equal(first.status, 200);
     for (let i = 0; i < 5; i++) {

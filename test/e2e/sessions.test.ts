@@ -13,11 +13,9 @@ describe('sessions and routing (SPEC §4)', () => {
 
   before(async () => {
     sims = await Promise.all(['r0', 'r1', 'r2'].map((name) => spawnSim({ name, args: ['--itl-ms', '20'] })));
-    router = await startTestRouter(
-      { replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) },
-      ['--affinity-slack', '2'],
-      { ROUTER_ADMIN_TOKEN: TEST_TOKEN },
-    );
+    router = await startTestRouter({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) }, ['--affinity-slack', '2'], {
+      ROUTER_ADMIN_TOKEN: TEST_TOKEN,
+    });
   });
   after(async () => {
     await router?.close();
@@ -81,7 +79,11 @@ describe('sessions and routing (SPEC §4)', () => {
       const s1 = await stream();
       const pinned = String(s1.headers['x-replica-name']);
       await stream();
-      await waitFor(() => router.outstanding(pinned) === 2, 2_000, `two streams in flight (have ${sims.map((s) => router.outstanding(s.name)).join('/')}, second on ${String(open[1]?.headers['x-replica-name'])})`);
+      await waitFor(
+        () => router.outstanding(pinned) === 2,
+        2_000,
+        `two streams in flight (have ${sims.map((s) => router.outstanding(s.name)).join('/')}, second on ${String(open[1]?.headers['x-replica-name'])})`,
+      );
       const keep = await post({ 'x-session-id': 'busy' }, chat());
       assert.equal(keep.headers['x-router-affinity'], 'retain');
       assert.equal(keep.headers['x-replica-name'], pinned);

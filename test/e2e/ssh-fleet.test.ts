@@ -31,7 +31,11 @@ async function launchAndStop(target: SshTarget): Promise<void> {
   });
   const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1'], ENV);
   try {
-    const rep = await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { ready: boolean }) => r.ready), 15_000, 'the ssh replica to be ready');
+    const rep = await waitFor(
+      async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { ready: boolean }) => r.ready),
+      15_000,
+      'the ssh replica to be ready',
+    );
     assert.equal(rep.name, 'remote-d0');
     assert.ok(Number.isInteger(rep.pid) && pidAlive(rep.pid));
     const logPath = `${host.log_dir}/remote-d0.log`;
@@ -64,7 +68,10 @@ describe('ssh hosts (SPEC §7)', () => {
     const server = await startSshServer();
     try {
       await launchAndStop(server);
-      assert.ok(server.execLog.some((c) => c.includes('nohup') && c.includes('remote-d0')), 'launched with nohup');
+      assert.ok(
+        server.execLog.some((c) => c.includes('nohup') && c.includes('remote-d0')),
+        'launched with nohup',
+      );
     } finally {
       await server.close();
     }
@@ -119,7 +126,11 @@ describe('ssh hosts (SPEC §7)', () => {
       const host = simHost('pk', [0], base, [], { ...viaSsh(server), stop_command: ['pkill', '-f', 'replica.js --port {port} '] });
       const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '1'], ENV);
       try {
-        const rep = await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { ready: boolean }) => r.ready), 15_000, 'the ssh replica to be ready');
+        const rep = await waitFor(
+          async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { ready: boolean }) => r.ready),
+          15_000,
+          'the ssh replica to be ready',
+        );
         assert.ok(pidAlive(rep.pid));
         const del = await adminCall(router, 'DELETE', '/replicas/pk-d0');
         assert.equal(del.status, 200);
@@ -129,8 +140,15 @@ describe('ssh hosts (SPEC §7)', () => {
         assert.equal(stops.length, 1, 'the stop command ran once');
         assert.match(stops[0].command, new RegExp(`'replica\\.js --port ${base} '`));
         assert.deepEqual([stops[0].code, stops[0].signal], [0, null], 'its shell exited 0 (pkill matched the replica) and was not killed');
-        assert.equal(server.execLog.some((c) => /\bkill -s (TERM|KILL)\b/.test(c)), false, 'no TERM/KILL fallback was sent');
-        assert.equal(router.logs().some((l) => l['event'] === 'stop_failed'), false);
+        assert.equal(
+          server.execLog.some((c) => /\bkill -s (TERM|KILL)\b/.test(c)),
+          false,
+          'no TERM/KILL fallback was sent',
+        );
+        assert.equal(
+          router.logs().some((l) => l['event'] === 'stop_failed'),
+          false,
+        );
         await router.waitForLog((l) => l['event'] === 'stop' && l['replica'] === 'pk-d0');
       } finally {
         await router.close();
@@ -150,10 +168,14 @@ describe('ssh hosts (SPEC §7)', () => {
         const rep = await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas[0], 10_000, 'the launch');
         assert.equal(rep.state, 'launching');
         process.kill(rep.pid, 'SIGKILL');
-        const fleet = await waitFor(async () => {
-          const f = (await adminCall(router, 'GET', '/fleet')).body;
-          return f.failures.length > 0 && f.slots[0].state === 'free' ? f : undefined;
-        }, 10_000, 'the vanished replica to be reported');
+        const fleet = await waitFor(
+          async () => {
+            const f = (await adminCall(router, 'GET', '/fleet')).body;
+            return f.failures.length > 0 && f.slots[0].state === 'free' ? f : undefined;
+          },
+          10_000,
+          'the vanished replica to be reported',
+        );
         assert.match(fleet.failures[0].reason, /remote process is gone before becoming ready/);
         assert.equal(fleet.failures[0].log_path, `${host.log_dir}/gone-d0.log`);
         assert.deepEqual(await fleetEvents(router), { launch: 1, stop: 1, adoption: 0, launch_failure: 0, launch_timeout: 0, exit: 1 });
@@ -174,14 +196,33 @@ describe('ssh hosts (SPEC §7)', () => {
     const sleeper = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
     try {
       const state = join(mkdtempSync(join(tmpdir(), 'ar-ssh-adopt-')), 'state.json');
-      const entry = (slot: string, device: number, pid: number) => ({ slot, host: 'r', devices: [device], address: '127.0.0.1', port: base + device, scheme: 'http', pid, launched_at: null, model: 'sim-model' });
+      const entry = (slot: string, device: number, pid: number) => ({
+        slot,
+        host: 'r',
+        devices: [device],
+        address: '127.0.0.1',
+        port: base + device,
+        scheme: 'http',
+        pid,
+        launched_at: null,
+        model: 'sim-model',
+      });
       writeFileSync(state, JSON.stringify({ version: 1, epoch: 1, replicas: [entry('r-d0', 0, proven.pid), entry('r-d1', 1, sleeper.pid!)], sessions: [] }));
       const host = simHost('r', [0, 1], base, [], viaSsh(server));
       const router = await startTestRouter({ hosts: [host] }, ['--initial-replicas', '2', '--state-file', state], ENV);
       try {
         const list = (await adminCall(router, 'GET', '/replicas')).body.replicas;
-        assert.deepEqual(list.map((r: { name: string; kind: string; pid: number | null }) => [r.name, r.kind, r.pid]), [['r-d0', 'adopted', proven.pid], ['r-d1', 'adopted', null]]);
-        assert.ok(server.execLog.some((c) => c.includes('/proc/net/tcp')), 'the identity was checked on the remote host');
+        assert.deepEqual(
+          list.map((r: { name: string; kind: string; pid: number | null }) => [r.name, r.kind, r.pid]),
+          [
+            ['r-d0', 'adopted', proven.pid],
+            ['r-d1', 'adopted', null],
+          ],
+        );
+        assert.ok(
+          server.execLog.some((c) => c.includes('/proc/net/tcp')),
+          'the identity was checked on the remote host',
+        );
         const why = await router.waitForLog((l) => l['event'] === 'adopt_pid_unproven' && l['replica'] === 'r-d1');
         assert.match(String(why['reason']), new RegExp(`neither pid ${sleeper.pid} nor its process group holds the socket listening on port ${base + 1}`));
         assert.equal((await adminCall(router, 'DELETE', '/replicas/r-d1')).status, 409);

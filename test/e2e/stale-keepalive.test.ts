@@ -72,7 +72,10 @@ describe('a reused upstream connection the replica already closed (staleReuse, S
     assert.equal(second.headers['x-router-replica'], 'raw');
     // The replica saw the request twice: once on the stale connection (dropped unanswered), once on a new one.
     const attempts = e.seen.slice(mark);
-    assert.deepEqual(attempts.map((a) => a.body), ['{"turn":2}', '{"turn":2}']);
+    assert.deepEqual(
+      attempts.map((a) => a.body),
+      ['{"turn":2}', '{"turn":2}'],
+    );
     assert.equal(attempts[0].conn, warmConn);
     assert.notEqual(attempts[1].conn, warmConn);
     assert.equal((JSON.parse(second.body.toString()) as { conn: number }).conn, attempts[1].conn);
@@ -92,6 +95,9 @@ describe('a reused upstream connection the replica already closed (staleReuse, S
     // The client sees the response break (never a complete-looking answer) ...
     assert.ok(cut.error !== undefined, `the client got a whole answer: ${JSON.stringify(cut)}`);
     // ... and the replica received the request exactly once.
-    assert.deepEqual(e.seen.slice(mark).map((a) => a.body), ['{"turn":4}']);
+    assert.deepEqual(
+      e.seen.slice(mark).map((a) => a.body),
+      ['{"turn":4}'],
+    );
   });
 });

@@ -112,7 +112,10 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
       }
     };
     await turn();
-    assert.ok([...history.values()].some((h) => h[0] === 'flapper'), 'some sessions start on the flapper');
+    assert.ok(
+      [...history.values()].some((h) => h[0] === 'flapper'),
+      'some sessions start on the flapper',
+    );
     const results = await flap(flapper, replica, 12, turn);
     assert.ok(history.get('b0')!.length >= 6, 'traffic ran throughout');
     assert.ok(alternates(results), `the flap generator must alternate (got ${results.join(',')})`);
@@ -124,7 +127,11 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
       // stronger than "at most once per flap cycle": at most once over all the cycles
       assert.ok(switches <= 1, `session ${s} ping-ponged over ${cycles} flap cycles: ${h.join(' ')}`);
       const left = h.indexOf('steady');
-      if (left >= 0) assert.ok(h.slice(left).every((n) => n === 'steady'), `session ${s} went back: ${h.join(' ')}`);
+      if (left >= 0)
+        assert.ok(
+          h.slice(left).every((n) => n === 'steady'),
+          `session ${s} went back: ${h.join(' ')}`,
+        );
     }
   });
 
@@ -159,7 +166,11 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
     await spawnSim({ name: 'a', port });
     const back = performance.now();
     await b.setFaults({ health: 'ok' });
-    const ready = await waitFor(async () => ((await post(router, `back-${Math.random()}`)).status === 200 ? performance.now() : undefined), 5_000, 'routing again');
+    const ready = await waitFor(
+      async () => ((await post(router, `back-${Math.random()}`)).status === 200 ? performance.now() : undefined),
+      5_000,
+      'routing again',
+    );
     const took = ready - back;
     // the first good poll comes within one interval (plus jitter), then rise-1 more: at most `rise`
     // intervals; "within one interval after rise" allows one more

@@ -77,10 +77,16 @@ describe('bodies and slow clients (issue 7 §8)', () => {
   const replicaRequests = async (): Promise<number> => (await Promise.all(sims.map((s) => s.stats()))).reduce((n, s) => n + s.requests, 0);
   before(async () => {
     sims = await Promise.all(['b0', 'b1'].map((name) => spawnSim({ name })));
-    router = await startTestRouter(
-      { replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), health: { fall: 1 } },
-      ['--max-body', '64KiB', '--header-timeout', '1', '--body-timeout', '2', '--health-interval', '60'],
-    );
+    router = await startTestRouter({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), health: { fall: 1 } }, [
+      '--max-body',
+      '64KiB',
+      '--header-timeout',
+      '1',
+      '--body-timeout',
+      '2',
+      '--health-interval',
+      '60',
+    ]);
   });
   after(async () => {
     await router?.close();
@@ -142,21 +148,29 @@ describe('bodies and slow clients (issue 7 §8)', () => {
 
   it('closes slowloris connections (headers byte by byte, and a dribbled body) after their timeouts while other clients are served', async () => {
     const dribbleHeaders = (): Promise<Raw> =>
-      raw(router.url, async (write, stopped) => {
-        const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nX-Pad: ${'a'.repeat(500)}`;
-        for (let i = 0; i < head.length && !stopped(); i++) {
-          write(head[i]);
-          await sleep(20);
-        }
-      }, 8_000);
+      raw(
+        router.url,
+        async (write, stopped) => {
+          const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nX-Pad: ${'a'.repeat(500)}`;
+          for (let i = 0; i < head.length && !stopped(); i++) {
+            write(head[i]);
+            await sleep(20);
+          }
+        },
+        8_000,
+      );
     const dribbleBody = (): Promise<Raw> =>
-      raw(router.url, async (write, stopped) => {
-        write('POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n');
-        for (let i = 0; i < 1000 && !stopped(); i++) {
-          write('a');
-          await sleep(20);
-        }
-      }, 8_000);
+      raw(
+        router.url,
+        async (write, stopped) => {
+          write('POST /v1/chat/completions HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n');
+          for (let i = 0; i < 1000 && !stopped(); i++) {
+            write('a');
+            await sleep(20);
+          }
+        },
+        8_000,
+      );
     const slow = [...Array.from({ length: 20 }, dribbleHeaders), ...Array.from({ length: 20 }, dribbleBody)];
     const answeredAt: number[] = [];
     const t0 = performance.now();
@@ -189,7 +203,10 @@ describe('bodies and slow clients (issue 7 §8)', () => {
   it('answers 10,000 headers or a 1 MB header with 431, and keeps serving', async () => {
     let many = '';
     for (let i = 0; i < 10_000; i++) many += `X-H${i}: v\r\n`;
-    for (const [name, block] of [['10,000 headers', many], ['1 MB header', `X-Big: ${'a'.repeat(1024 * 1024)}\r\n`]] as const) {
+    for (const [name, block] of [
+      ['10,000 headers', many],
+      ['1 MB header', `X-Big: ${'a'.repeat(1024 * 1024)}\r\n`],
+    ] as const) {
       const r = await raw(router.url, (write) => {
         write(`GET /v1/models HTTP/1.1\r\nHost: r\r\n${block}\r\n`);
         return Promise.resolve();

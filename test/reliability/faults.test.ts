@@ -31,18 +31,22 @@ interface Seen {
 function send(url: string, headers: Record<string, string>, body: Buffer): Promise<Seen> {
   return new Promise((resolve) => {
     const seen: Seen = { status: null, headers: {}, body: Buffer.alloc(0), complete: false, error: null };
-    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...headers } }, (res) => {
-      seen.status = res.statusCode ?? 0;
-      seen.headers = res.headers;
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', (e) => (seen.error = e.message));
-      res.on('close', () => {
-        seen.body = Buffer.concat(chunks);
-        seen.complete = res.complete;
-        resolve(seen);
-      });
-    });
+    const req = request(
+      url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...headers } },
+      (res) => {
+        seen.status = res.statusCode ?? 0;
+        seen.headers = res.headers;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => (seen.error = e.message));
+        res.on('close', () => {
+          seen.body = Buffer.concat(chunks);
+          seen.complete = res.complete;
+          resolve(seen);
+        });
+      },
+    );
     req.on('error', (e) => {
       seen.error = e.message;
       resolve(seen);
@@ -124,7 +128,7 @@ describe('replica faults (issue 7 §1)', () => {
       const seen = await send(`${router.url}/v1/chat/completions`, { 'x-session-id': 'S' }, chat());
       assert.equal(seen.status, 500);
       assert.equal(seen.complete, true);
-      assert.equal(seen.headers['x-replica-name'], 'err', 'the 500 is the replica\'s own answer');
+      assert.equal(seen.headers['x-replica-name'], 'err', "the 500 is the replica's own answer");
       assert.equal(seen.headers['x-router-affinity'], 'retain');
       assert.equal((JSON.parse(seen.body.toString()) as { message: string }).message, 'simulated fault: status 500');
       assert.equal(replicaOf(router, 'err').ready, i < 3, `ready after ${i} of fall=3 failures`);
@@ -160,7 +164,10 @@ describe('replica faults (issue 7 §1)', () => {
     const well = await spawnSim({ name: 'well' });
     const router = await start([sick, well], ['--health-interval', '0.1'], { fall: 2, rise: 2 });
     await pin(router, 'S', 'sick');
-    const s = await simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': 'S' }, body: chat({ stream: true, max_tokens: 40 }).toString() });
+    const s = await simStream(`${router.url}/v1/chat/completions`, {
+      headers: { 'x-session-id': 'S' },
+      body: chat({ stream: true, max_tokens: 40 }).toString(),
+    });
     assert.equal(s.headers['x-replica-name'], 'sick');
     await s.waitForEvents(1);
     await sick.setFaults({ health: 'not_ready' });
@@ -176,7 +183,13 @@ describe('replica faults (issue 7 §1)', () => {
     const stay = await send(`${router.url}/v1/chat/completions`, { 'x-session-id': 'S' }, chat({ max_tokens: 2 }));
     assert.deepEqual([stay.headers['x-replica-name'], stay.headers['x-router-affinity']], ['well', 'retain'], 'no ping-pong back to the recovered replica');
     const names = new Set<string>();
-    for (let i = 0; i < 4; i++) names.add(String((await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `new-${i}` }, body: chat({ max_tokens: 1 }) })).headers['x-replica-name']));
+    for (let i = 0; i < 4; i++)
+      names.add(
+        String(
+          (await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `new-${i}` }, body: chat({ max_tokens: 1 }) }))
+            .headers['x-replica-name'],
+        ),
+      );
     assert.ok(names.has('sick'), 'the promoted replica takes new sessions again');
     assert.deepEqual([router.outstanding('sick'), router.outstanding('well')], [0, 0]);
   });

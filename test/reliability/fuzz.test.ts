@@ -44,8 +44,14 @@ const path = fc
     query,
   )
   .map(([base, segs, q]) => [base, ...segs].join('/') + q);
-const dtoValue = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.integer({ min: -3, max: 100 }), fc.constantFrom('s0', 'x', 'other', '127.0.0.1', true, false, null));
-const dto = fc.dictionary(fc.constantFrom('count', 'host', 'draining', 'replica', 'name', 'command', 'token', '__proto__', 'constructor'), dtoValue, { maxKeys: 3 });
+const dtoValue = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }),
+  fc.integer({ min: -3, max: 100 }),
+  fc.constantFrom('s0', 'x', 'other', '127.0.0.1', true, false, null),
+);
+const dto = fc.dictionary(fc.constantFrom('count', 'host', 'draining', 'replica', 'name', 'command', 'token', '__proto__', 'constructor'), dtoValue, {
+  maxKeys: 3,
+});
 const body = fc.oneof(
   fc.constant(null),
   { weight: 4, arbitrary: dto.map((o) => Buffer.from(JSON.stringify(o))) },
@@ -56,7 +62,18 @@ const body = fc.oneof(
 );
 const contentType = fc.oneof(
   { weight: 6, arbitrary: fc.constant('application/json') },
-  fc.constantFrom(null, 'application/json', 'application/json; charset=utf-8', 'application/json; charset=utf-16', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/problem+json', '*/*', ''),
+  fc.constantFrom(
+    null,
+    'application/json',
+    'application/json; charset=utf-8',
+    'application/json; charset=utf-16',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/problem+json',
+    '*/*',
+    '',
+  ),
   fc.string({ maxLength: 30 }).filter(headerSafe),
 );
 const adminRequest: fc.Arbitrary<AdminRequest> = fc.record({
@@ -92,7 +109,26 @@ const anyValue = fc.oneof(
   fc.boolean(),
   fc.constant(null),
   fc.string({ maxLength: 12 }),
-  fc.constantFrom('127.0.0.1', '::1', '[::1]', 'localhost', 'a b', 'http', 'https', '{model}', '{port}', '{gpu}', '{', '~/x', 'user@host', 'user@[::1]', '/tmp', '/health', 'x-session-id', 'Bad Header'),
+  fc.constantFrom(
+    '127.0.0.1',
+    '::1',
+    '[::1]',
+    'localhost',
+    'a b',
+    'http',
+    'https',
+    '{model}',
+    '{port}',
+    '{gpu}',
+    '{',
+    '~/x',
+    'user@host',
+    'user@[::1]',
+    '/tmp',
+    '/health',
+    'x-session-id',
+    'Bad Header',
+  ),
   fc.array(fc.integer({ min: -1, max: 9 }), { maxLength: 5 }),
   fc.array(fc.constantFrom('python3', '{port}', '{devices}', '{slot}', '--x', '{nope}', ''), { maxLength: 4 }),
   fc.dictionary(fc.constantFrom('A', 'B_1', '1X', 'bad-name', ''), fc.oneof(fc.string({ maxLength: 6 }), fc.integer())),
@@ -100,7 +136,27 @@ const anyValue = fc.oneof(
 );
 const fields = (names: string[], maxKeys = names.length) => fc.dictionary(fc.constantFrom(...names, 'bogus'), anyValue, { maxKeys });
 const REPLICA = ['name', 'host', 'port', 'scheme', 'ca_file', 'tls_verify'];
-const HOST = ['name', 'ssh', 'ssh_port', 'identity_file', 'known_hosts', 'insecure_accept_host_key', 'devices', 'devices_per_replica', 'port_base', 'model', 'served_model_name', 'serve_args', 'env', 'command', 'launch_wrapper', 'stop_command', 'python', 'workdir', 'log_dir'];
+const HOST = [
+  'name',
+  'ssh',
+  'ssh_port',
+  'identity_file',
+  'known_hosts',
+  'insecure_accept_host_key',
+  'devices',
+  'devices_per_replica',
+  'port_base',
+  'model',
+  'served_model_name',
+  'serve_args',
+  'env',
+  'command',
+  'launch_wrapper',
+  'stop_command',
+  'python',
+  'workdir',
+  'log_dir',
+];
 const ROUTING = ['session_header', 'body_field', 'affinity_slack', 'session_ttl', 'max_sessions'];
 const HEALTH = ['path', 'interval', 'timeout', 'fall', 'rise'];
 /** Often nothing, else one or two fields of a section replaced or added. */
@@ -116,7 +172,19 @@ const mutated = fc
   }));
 const configDoc = fc.oneof(
   { weight: 12, arbitrary: mutated },
-  { weight: 4, arbitrary: fc.record({ replicas: fc.array(fields(REPLICA), { maxLength: 3 }), hosts: fc.array(fields(HOST), { maxLength: 2 }), routing: fields(ROUTING), health: fields(HEALTH), extra: anyValue }, { requiredKeys: [] }) },
+  {
+    weight: 4,
+    arbitrary: fc.record(
+      {
+        replicas: fc.array(fields(REPLICA), { maxLength: 3 }),
+        hosts: fc.array(fields(HOST), { maxLength: 2 }),
+        routing: fields(ROUTING),
+        health: fields(HEALTH),
+        extra: anyValue,
+      },
+      { requiredKeys: [] },
+    ),
+  },
   { weight: 1, arbitrary: fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.array(anyValue, { maxLength: 2 })) },
 );
 
@@ -127,7 +195,8 @@ function problemsOf(text: string, name: string): Array<{ path: string; message: 
     assert.ok(cfg instanceof RouterConfig);
     return [];
   } catch (e) {
-    if (!(e instanceof ConfigError)) throw new Error(`not a ConfigError: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\nconfig: ${text}`, { cause: e });
+    if (!(e instanceof ConfigError))
+      throw new Error(`not a ConfigError: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\nconfig: ${text}`, { cause: e });
     assert.ok(e.problems.length > 0, `ConfigError without problems for ${text}`);
     for (const p of e.problems) {
       assert.ok(typeof p.path === 'string' && p.path.length > 0, `problem without a path: ${JSON.stringify(p)} for ${text}`);
@@ -141,7 +210,9 @@ describe('fuzzing (issue 7 §9)', () => {
   let router: TestRouter;
   before(async () => {
     const sims = await Promise.all(['s0', 's1'].map((name) => spawnSim({ name })));
-    router = await startTestRouter({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) }, ['--health-interval', '60'], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
+    router = await startTestRouter({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) }, ['--health-interval', '60'], {
+      ROUTER_ADMIN_TOKEN: TEST_TOKEN,
+    });
     // the first probes (at start, with jitter) must be in before the snapshots are compared
     await waitFor(async () => !(await snapshot(router)).includes('"last_health":null'), 5_000, 'the first health probes');
   });
@@ -165,19 +236,33 @@ describe('fuzzing (issue 7 §9)', () => {
       {
         numRuns: 300,
         examples: [
-          [{ method: 'PATCH', path: '/replicas/s0', contentType: 'application/json', body: Buffer.from(JSON.stringify({ draining: true, pad: 'x'.repeat(2 * 1024 * 1024) })), auth: 'good' }],
+          [
+            {
+              method: 'PATCH',
+              path: '/replicas/s0',
+              contentType: 'application/json',
+              body: Buffer.from(JSON.stringify({ draining: true, pad: 'x'.repeat(2 * 1024 * 1024) })),
+              auth: 'good',
+            },
+          ],
           [{ method: 'PUT', path: '/sessions/s0', contentType: 'application/json', body: Buffer.from('{"replica":"s0","replica":"s1"}'), auth: 'none' }],
         ],
       },
     );
     assert.ok(statuses.has(413), 'a 2 MiB admin body is refused (413)');
     assert.equal(({} as Record<string, unknown>)['polluted'], undefined, 'no prototype pollution');
-    assert.ok([...statuses.keys()].some((s) => s >= 400), 'the fuzz reached the error paths');
-    assert.ok([...statuses.keys()].some((s) => s < 300), 'the fuzz reached the handlers');
+    assert.ok(
+      [...statuses.keys()].some((s) => s >= 400),
+      'the fuzz reached the error paths',
+    );
+    assert.ok(
+      [...statuses.keys()].some((s) => s < 300),
+      'the fuzz reached the handlers',
+    );
     t.diagnostic(`statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
   });
 
-  it('config files: 500 random documents from the schema\'s field names either load or fail with path-naming problems', (t) => {
+  it("config files: 500 random documents from the schema's field names either load or fail with path-naming problems", (t) => {
     let loaded = 0;
     fc.assert(
       fc.property(configDoc, (doc) => {
@@ -185,17 +270,27 @@ describe('fuzzing (issue 7 §9)', () => {
       }),
       { numRuns: 500 },
     );
-    fc.assert(fc.property(fc.string({ maxLength: 60 }), (text) => void problemsOf(text, 'fuzz.yaml')), { numRuns: 200 });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), (text) => void problemsOf(text, 'fuzz.yaml')),
+      { numRuns: 200 },
+    );
     t.diagnostic(`${loaded} of 500 generated documents loaded`);
   });
 
   it('the real binary exits 2 with one "error: <path>: <message>" line per problem for generated bad configs', () => {
-    const docs = fc.sample(configDoc, { numRuns: 60, seed: 7 }).filter((d) => problemsOf(JSON.stringify(d), 'x.json').length > 0).slice(0, 5);
+    const docs = fc
+      .sample(configDoc, { numRuns: 60, seed: 7 })
+      .filter((d) => problemsOf(JSON.stringify(d), 'x.json').length > 0)
+      .slice(0, 5);
     assert.equal(docs.length, 5);
     for (const doc of docs) {
       const file = writeTempConfig(doc);
       const expected = problemsOf(JSON.stringify(doc), file);
-      const run = spawnSync(process.execPath, [MAIN_ENTRY, '--config', file, '--port', '0'], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env['PATH'] ?? '' } });
+      const run = spawnSync(process.execPath, [MAIN_ENTRY, '--config', file, '--port', '0'], {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { PATH: process.env['PATH'] ?? '' },
+      });
       assert.equal(run.status, 2, `exit ${run.status} for ${JSON.stringify(doc)}: ${run.stderr}`);
       const lines = run.stderr.trim().split('\n');
       assert.equal(lines.length, expected.length, run.stderr);

@@ -32,13 +32,19 @@ describe('load: 2,000 connections (issue 7 §11)', () => {
     t.diagnostic(`load: ${summary}`);
     // A connect timeout from the router's own connection burst must never demote a live replica
     // (fixed: connections per replica are capped, and a connect timeout is no health signal).
-    const demotions = readFileSync(router.logFile, 'utf8').split('\n').filter((l) => l.includes('"event":"unready"') && /connect failed/.test(l));
+    const demotions = readFileSync(router.logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"event":"unready"') && /connect failed/.test(l));
     assert.deepEqual(demotions, [], 'live replicas demoted on connect failures during the load');
     // accounting holds whatever happened
-    const acc = await waitFor(async () => {
-      const a = await accounting(router!.url);
-      return a.received === a.terminated && a.inflight === 0 ? a : undefined;
-    }, 5_000, 'received = Σ terminations and in-flight 0');
+    const acc = await waitFor(
+      async () => {
+        const a = await accounting(router!.url);
+        return a.received === a.terminated && a.inflight === 0 ? a : undefined;
+      },
+      5_000,
+      'received = Σ terminations and in-flight 0',
+    );
     assert.equal(acc.received, result.sent, 'the router received exactly what the clients sent');
     assert.ok(result.sent > CONNECTIONS, `every connection sent at least one request: ${summary}`);
     assert.equal(result.serverErrors, 0, `5xx answers: ${summary}`);
@@ -50,8 +56,15 @@ describe('load: 2,000 connections (issue 7 §11)', () => {
 
     assert.equal(acc.byCause['ok'], result.sent, `every request ended ok: ${JSON.stringify(acc.byCause)}`);
     const stats = await Promise.all(sims.map((s) => s.stats()));
-    assert.equal(stats.reduce((n, s) => n + s.requests, 0), result.sent, 'each request reached exactly one replica once');
-    assert.ok(stats.every((s) => s.inflight === 0 && s.requests > 0), 'every replica served and is idle');
+    assert.equal(
+      stats.reduce((n, s) => n + s.requests, 0),
+      result.sent,
+      'each request reached exactly one replica once',
+    );
+    assert.ok(
+      stats.every((s) => s.inflight === 0 && s.requests > 0),
+      'every replica served and is idle',
+    );
     assert.deepEqual(router.problems().lines, [], 'no warning or error logged by the router');
   });
 });

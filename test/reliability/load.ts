@@ -228,13 +228,20 @@ export interface QuietRouter {
  * and resolves once it logged that it listens. (A pipe read by the busy load generator would
  * stall the router on its own per-request log writes.)
  */
-export async function startQuietRouter(args: readonly string[], opts: { env?: Record<string, string>; keepLog?: boolean } = {}, timeoutMs = 30_000): Promise<QuietRouter> {
+export async function startQuietRouter(
+  args: readonly string[],
+  opts: { env?: Record<string, string>; keepLog?: boolean } = {},
+  timeoutMs = 30_000,
+): Promise<QuietRouter> {
   const dir = mkdtempSync(join(tmpdir(), 'ar-load-'));
   const logFile = join(dir, 'router.log');
   const errFile = join(dir, 'router.err');
   const out = openSync(logFile, 'a');
   const err = openSync(errFile, 'a');
-  const child = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', out, err] });
+  const child = spawn(process.execPath, [MAIN_ENTRY, '--host', '127.0.0.1', '--port', '0', ...args], {
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', out, err],
+  });
   closeSync(out);
   closeSync(err);
   running.add(child);
@@ -253,7 +260,9 @@ export async function startQuietRouter(args: readonly string[], opts: { env?: Re
       child.kill('SIGKILL');
       throw new Error(`router ${exited ? 'exited' : `not listening within ${timeoutMs} ms`}: ${stderr().slice(-2000)}`);
     }
-    const line = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('"event":"listening"'));
+    const line = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .find((l) => l.includes('"event":"listening"'));
     if (line !== undefined) listening = String((JSON.parse(line) as Record<string, unknown>)['url']);
   }
   return {

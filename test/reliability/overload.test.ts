@@ -29,34 +29,42 @@ describe('overload (issue 7 §11)', () => {
     await stopAllSims();
   });
 
-  it(
-    'with max_inflight below the accept backlog, keeps a live replica in rotation through a burst of 1,000 concurrent requests it is briefly slow to accept (no router 502/503, no demotion)',
-    async (t) => {
-      const limit = openFileLimit();
-      if (limit < 4_096) return t.skip(`open-files limit ${limit} < 4096`);
-      const sim = await spawnSim({ name: 'busy', args: ['--itl-ms', '50'] });
-      // 384 < 511, Node's default backlog: the rest of the burst waits in the router's queue.
-      const cfg = writeTempConfig({ replicas: [{ name: 'busy', host: '127.0.0.1', port: sim.port, max_inflight: 384 }] });
-      router = await startQuietRouter(['--config', cfg, '--health-interval', '1', '--connect-timeout', '2']);
-      const pause = (): void => {
-        sim.child.kill('SIGSTOP');
-        setTimeout(() => sim.child.kill('SIGCONT'), 2_500);
-      };
-      const result = await runLoad({ url: router.url, connections: 1_000, durationMs: 3_000, streamShare: 1, maxTokens: { stream: 20, short: 2 }, onLoadStart: pause });
-      const acc = await accounting(router.url).catch((e: Error) => {
-        throw new Error(`${e.message}; router stderr: ${router!.problems().stderr.slice(-1500)}`);
-      });
-      const demotions = readFileSync(router.logFile, 'utf8')
-        .split('\n')
-        .filter((l) => l.includes('"event":"unready"'))
-        .map((l) => String((JSON.parse(l) as Record<string, unknown>)['reason']));
-      t.diagnostic(`statuses ${JSON.stringify(result.byStatus)}, causes ${JSON.stringify(acc.byCause)}, demotions: ${demotions.join(' | ') || 'none'}`);
-      // A replica paused longer than the probe timeout may fail its own active probes (by design);
-      // what must not happen is a passive demotion from the router's own connection burst.
-      assert.deepEqual(demotions.filter((d) => d.startsWith('connect failed')), [], 'demoted by connect timeouts of the burst');
-      assert.equal(result.serverErrors, 0, `router-made 5xx: ${JSON.stringify(result.byStatus)}`);
-      assert.equal(result.ok, result.sent);
-      assert.equal(acc.inflight, 0);
-    },
-  );
+  it('with max_inflight below the accept backlog, keeps a live replica in rotation through a burst of 1,000 concurrent requests it is briefly slow to accept (no router 502/503, no demotion)', async (t) => {
+    const limit = openFileLimit();
+    if (limit < 4_096) return t.skip(`open-files limit ${limit} < 4096`);
+    const sim = await spawnSim({ name: 'busy', args: ['--itl-ms', '50'] });
+    // 384 < 511, Node's default backlog: the rest of the burst waits in the router's queue.
+    const cfg = writeTempConfig({ replicas: [{ name: 'busy', host: '127.0.0.1', port: sim.port, max_inflight: 384 }] });
+    router = await startQuietRouter(['--config', cfg, '--health-interval', '1', '--connect-timeout', '2']);
+    const pause = (): void => {
+      sim.child.kill('SIGSTOP');
+      setTimeout(() => sim.child.kill('SIGCONT'), 2_500);
+    };
+    const result = await runLoad({
+      url: router.url,
+      connections: 1_000,
+      durationMs: 3_000,
+      streamShare: 1,
+      maxTokens: { stream: 20, short: 2 },
+      onLoadStart: pause,
+    });
+    const acc = await accounting(router.url).catch((e: Error) => {
+      throw new Error(`${e.message}; router stderr: ${router!.problems().stderr.slice(-1500)}`);
+    });
+    const demotions = readFileSync(router.logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"event":"unready"'))
+      .map((l) => String((JSON.parse(l) as Record<string, unknown>)['reason']));
+    t.diagnostic(`statuses ${JSON.stringify(result.byStatus)}, causes ${JSON.stringify(acc.byCause)}, demotions: ${demotions.join(' | ') || 'none'}`);
+    // A replica paused longer than the probe timeout may fail its own active probes (by design);
+    // what must not happen is a passive demotion from the router's own connection burst.
+    assert.deepEqual(
+      demotions.filter((d) => d.startsWith('connect failed')),
+      [],
+      'demoted by connect timeouts of the burst',
+    );
+    assert.equal(result.serverErrors, 0, `router-made 5xx: ${JSON.stringify(result.byStatus)}`);
+    assert.equal(result.ok, result.sent);
+    assert.equal(acc.inflight, 0);
+  });
 });

@@ -14,7 +14,8 @@ import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../sup
 import { simHost } from '../support/fleet.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
-const chat = (extra: Record<string, unknown> = {}): string => JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
+const chat = (extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra });
 
 interface ReplicaRow {
   name: string;
@@ -49,10 +50,14 @@ describe('router crash under load (issue 7 §5)', () => {
     const args = ['--config', cfg, '--initial-replicas', '2', '--health-interval', '0.2', '--state-file', state];
     const first = await spawnRouter(args, ENV);
     procs.push(first);
-    const before = await waitFor(async () => {
-      const l = await replicas(first);
-      return l.length === 2 && l.every((r) => r.ready) ? l : undefined;
-    }, 15_000, 'two ready replicas');
+    const before = await waitFor(
+      async () => {
+        const l = await replicas(first);
+        return l.length === 2 && l.every((r) => r.ready) ? l : undefined;
+      },
+      15_000,
+      'two ready replicas',
+    );
     for (const r of before) pids.add(r.pid);
     const served = new Map<number, number>();
     for (const r of before) served.set(r.pid, JSON.parse((await simRequest(`${r.url}/__sim/stats`)).body.toString()).requests as number);
@@ -60,14 +65,21 @@ describe('router crash under load (issue 7 §5)', () => {
     // load: 20 long streams and 10 clients sending short requests back to back
     const streams: SimStream[] = [];
     for (let i = 0; i < 20; i++) {
-      streams.push(await simStream(`${first.url}/v1/chat/completions`, { headers: { 'x-session-id': `st-${i}` }, body: chat({ stream: true, max_tokens: 200 }) }));
+      streams.push(
+        await simStream(`${first.url}/v1/chat/completions`, { headers: { 'x-session-id': `st-${i}` }, body: chat({ stream: true, max_tokens: 200 }) }),
+      );
     }
     let stop = false;
     const shortOutcomes: string[] = [];
     const shorts = Array.from({ length: 10 }, async (_, i) => {
       while (!stop) {
         try {
-          const r = await simRequest(`${first.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `sh-${i}` }, body: Buffer.from(chat()), timeoutMs: 5_000 });
+          const r = await simRequest(`${first.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'x-session-id': `sh-${i}` },
+            body: Buffer.from(chat()),
+            timeoutMs: 5_000,
+          });
           shortOutcomes.push(String(r.status));
         } catch {
           shortOutcomes.push('error');
@@ -87,7 +99,10 @@ describe('router crash under load (issue 7 §5)', () => {
       const done = s.events.some((e) => e.data === '[DONE]');
       assert.ok(how === 'error' || done, 'a stream cut by the crash never looks complete');
     }
-    assert.ok(shortOutcomes.every((o) => o === '200' || o === 'error'), `short requests: ${[...new Set(shortOutcomes)].join(',')}`);
+    assert.ok(
+      shortOutcomes.every((o) => o === '200' || o === 'error'),
+      `short requests: ${[...new Set(shortOutcomes)].join(',')}`,
+    );
     for (const r of before) assert.ok(pidAlive(r.pid), `replica ${r.name} survives the router crash`);
 
     const second = await spawnRouter(args, ENV);
@@ -114,22 +129,39 @@ describe('router crash under load (issue 7 §5)', () => {
 
     const fleet = (await adminCall(second, 'GET', '/fleet')).body as { slots: SlotRow[]; orphans: unknown[]; capacity: { free_slots: string[] } };
     assert.deepEqual(fleet.orphans, []);
-    assert.deepEqual(fleet.slots.filter((s) => s.state === 'reserved').map((s) => s.replica).sort(), before.map((r) => r.name).sort());
+    assert.deepEqual(
+      fleet.slots
+        .filter((s) => s.state === 'reserved')
+        .map((s) => s.replica)
+        .sort(),
+      before.map((r) => r.name).sort(),
+    );
     assert.deepEqual(fleet.capacity.free_slots, ['k-d2']);
     const two = await adminCall(second, 'POST', '/replicas', { body: { count: 2 } });
     assert.equal(two.status, 409, 'only one slot is free: a launch of two is refused whole');
     const one = await adminCall(second, 'POST', '/replicas');
     assert.equal(one.status, 202);
     assert.equal(one.body.name, 'k-d2', 'the launch takes the free slot, never an adopted one');
-    const all = await waitFor(async () => {
-      const l = await replicas(second);
-      return l.length === 3 && l.every((r) => r.ready) ? l : undefined;
-    }, 15_000, 'three ready replicas');
+    const all = await waitFor(
+      async () => {
+        const l = await replicas(second);
+        return l.length === 3 && l.every((r) => r.ready) ? l : undefined;
+      },
+      15_000,
+      'three ready replicas',
+    );
     for (const r of all) pids.add(r.pid);
     assert.equal(new Set(all.map((r) => r.pid)).size, 3, 'three distinct processes');
     assert.equal(new Set(all.map((r) => r.url)).size, 3, 'three distinct ports');
     const slots = (await adminCall(second, 'GET', '/fleet')).body.slots as SlotRow[];
-    assert.deepEqual(slots.map((s) => [s.name, s.state, s.replica]), [['k-d0', 'reserved', 'k-d0'], ['k-d1', 'reserved', 'k-d1'], ['k-d2', 'reserved', 'k-d2']]);
+    assert.deepEqual(
+      slots.map((s) => [s.name, s.state, s.replica]),
+      [
+        ['k-d0', 'reserved', 'k-d0'],
+        ['k-d1', 'reserved', 'k-d1'],
+        ['k-d2', 'reserved', 'k-d2'],
+      ],
+    );
 
     second.child.kill('SIGTERM');
     assert.equal((await second.exited()).code, 0);

@@ -34,7 +34,11 @@ interface Row {
   pid: number;
 }
 const readyReplica = (router: TestRouter, name: string): Promise<Row> =>
-  waitFor(async () => ((await adminCall(router, 'GET', '/replicas')).body.replicas as Row[]).find((r) => r.name === name && r.ready), 15_000, `${name} to be ready`);
+  waitFor(
+    async () => ((await adminCall(router, 'GET', '/replicas')).body.replicas as Row[]).find((r) => r.name === name && r.ready),
+    15_000,
+    `${name} to be ready`,
+  );
 
 describe('launch security (issue 7 §10)', () => {
   const routers: TestRouter[] = [];
@@ -63,7 +67,14 @@ describe('launch security (issue 7 §10)', () => {
       else assert.ok(r.status === 400 || r.status === 404, `${JSON.stringify(host)}: ${r.status}`);
       if (r.status === 404) assert.equal(r.body.code, 'unknown_host');
     }
-    for (const body of [{ host: 'h', command: ['sh', '-c', 'id'] }, { host: 'h', ssh: 'root@evil' }, { host: 'h', model: 'other' }, { count: 1, port: 22 }, { host: ['h'] }, { host: { name: 'h' } }]) {
+    for (const body of [
+      { host: 'h', command: ['sh', '-c', 'id'] },
+      { host: 'h', ssh: 'root@evil' },
+      { host: 'h', model: 'other' },
+      { count: 1, port: 22 },
+      { host: ['h'] },
+      { host: { name: 'h' } },
+    ]) {
       const r = await adminCall(router, 'POST', '/replicas', { body });
       assert.equal(r.status, 400, JSON.stringify(body));
     }
@@ -92,7 +103,7 @@ describe('launch security (issue 7 §10)', () => {
     for (const m of markers) assert.equal(existsSync(m), false, `${m} was created: a shell ran config text`);
   });
 
-  it('quotes every word of the remote line over ssh, and never shows the identity file\'s contents', async () => {
+  it("quotes every word of the remote line over ssh, and never shows the identity file's contents", async () => {
     const server = await startSshServer();
     servers.push(server);
     const { model, markers } = hostileModel();
@@ -112,7 +123,10 @@ describe('launch security (issue 7 §10)', () => {
     const models = JSON.parse((await simRequest(`${rep.url}/v1/models`)).body.toString()) as { data: Array<{ id: string }> };
     assert.equal(models.data[0]?.id, model, 'the remote replica was given the model string literally');
     for (const m of markers) assert.equal(existsSync(m), false, `${m} was created: the remote shell ran config text`);
-    assert.ok(server.execLog.some((c) => c.includes('nohup')), 'launched through the ssh server');
+    assert.ok(
+      server.execLog.some((c) => c.includes('nohup')),
+      'launched through the ssh server',
+    );
 
     const key = readFileSync(server.identityFile, 'utf8');
     const secrets = key.split('\n').filter((l) => l.length >= 16 && !l.startsWith('-----'));

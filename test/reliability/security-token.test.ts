@@ -74,14 +74,16 @@ describe('admin token secrecy (issue 7 §10)', () => {
     }
   });
 
-  it('never writes or answers the token: logs, error bodies, /metrics, /replicas, /fleet, state file, a launched replica\'s env, argv and log', async () => {
+  it("never writes or answers the token: logs, error bodies, /metrics, /replicas, /fleet, state file, a launched replica's env, argv and log", async () => {
     const token = `tok-${randomBytes(16).toString('hex')}-secret`;
     const sim = await spawnSim({ name: 'st' });
     const base = await freePortRange(2);
     const host = simHost('h', [0, 1], base);
     const state = join(mkdtempSync(join(tmpdir(), 'ar-secret-')), 'state.json');
     const cfg = writeTempConfig({ replicas: [{ name: 'st', host: '127.0.0.1', port: sim.port }], hosts: [host] });
-    const router = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--health-interval', '0.2', '--state-file', state], { ROUTER_ADMIN_TOKEN: token });
+    const router = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--health-interval', '0.2', '--state-file', state], {
+      ROUTER_ADMIN_TOKEN: token,
+    });
     procs.push(router);
     const seen: string[] = [];
     const call = async (method: string, path: string, opts: { auth?: string | null; body?: string; type?: string } = {}): Promise<number> => {
@@ -90,18 +92,36 @@ describe('admin token secrecy (issue 7 §10)', () => {
       if (auth !== null) headers['authorization'] = auth;
       if (opts.body !== undefined) headers['content-type'] = opts.type ?? 'application/json';
       // Generous: a DELETE waits for the drain and the stop, slow on a loaded 2-core machine.
-      const r = await simRequest(`${router.url}${path}`, { method, headers, body: opts.body === undefined ? undefined : Buffer.from(opts.body), timeoutMs: 60_000 });
+      const r = await simRequest(`${router.url}${path}`, {
+        method,
+        headers,
+        body: opts.body === undefined ? undefined : Buffer.from(opts.body),
+        timeoutMs: 60_000,
+      });
       seen.push(`${method} ${path} ${r.status} ${JSON.stringify(r.headers)} ${r.body.toString()}`);
       return r.status;
     };
-    const ready = await waitFor(async () => {
-      await call('GET', '/replicas');
-      const l = JSON.parse(seen.at(-1)!.slice(seen.at(-1)!.indexOf('{"replicas"'))) as { replicas: Array<{ name: string; ready: boolean; pid: number; log_path: string }> };
-      return l.replicas.find((r) => r.name === 'h-d0' && r.ready);
-    }, 15_000, 'the launched replica');
+    const ready = await waitFor(
+      async () => {
+        await call('GET', '/replicas');
+        const l = JSON.parse(seen.at(-1)!.slice(seen.at(-1)!.indexOf('{"replicas"'))) as {
+          replicas: Array<{ name: string; ready: boolean; pid: number; log_path: string }>;
+        };
+        return l.replicas.find((r) => r.name === 'h-d0' && r.ready);
+      },
+      15_000,
+      'the launched replica',
+    );
     pids.push(ready.pid);
     // wrong tokens that contain the real one, or part of it
-    for (const auth of [`Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`, `Bearer x${token}`, token, `Basic ${Buffer.from(`u:${token}`).toString('base64')}`, `Bearer ${token} ${token}`]) {
+    for (const auth of [
+      `Bearer ${token}x`,
+      `Bearer ${token.slice(0, -1)}`,
+      `Bearer x${token}`,
+      token,
+      `Basic ${Buffer.from(`u:${token}`).toString('base64')}`,
+      `Bearer ${token} ${token}`,
+    ]) {
       assert.equal(await call('GET', '/fleet', { auth }), 401, auth);
     }
     assert.equal(await call('PATCH', '/replicas/st', { body: JSON.stringify({ draining: true, token }) }), 400);
@@ -138,7 +158,10 @@ describe('admin token secrecy (issue 7 §10)', () => {
       assert.equal(text.includes(token.slice(4, 36)), false, `part of the admin token appears in the ${where}`);
     }
     assert.equal(/ROUTER_[A-Z_]+=/.test(readFileSync(`/proc/${ready.pid}/environ`, 'latin1')), false, 'no ROUTER_* variable reaches a replica');
-    assert.ok(router.logs().some((l) => l['event'] === 'audit' && /^[0-9a-f]{12}$/.test(String(l['who']))), 'audit lines carry a token id');
+    assert.ok(
+      router.logs().some((l) => l['event'] === 'audit' && /^[0-9a-f]{12}$/.test(String(l['who']))),
+      'audit lines carry a token id',
+    );
     router.child.kill('SIGTERM');
     assert.equal((await router.exited()).code, 0);
   });

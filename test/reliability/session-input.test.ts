@@ -53,7 +53,12 @@ function raw(url: string, bytes: Buffer): Promise<Raw> {
 /** A chat POST with exact extra header bytes (each line ending in CRLF) and a JSON body. */
 function post(path: string, headerBytes: Buffer, body: Record<string, unknown>): Buffer {
   const b = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1, ...body }));
-  return Buffer.concat([Buffer.from(`POST ${path} HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n`, 'latin1'), headerBytes, Buffer.from('\r\n'), b]);
+  return Buffer.concat([
+    Buffer.from(`POST ${path} HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n`, 'latin1'),
+    headerBytes,
+    Buffer.from('\r\n'),
+    b,
+  ]);
 }
 const sessionHeader = (value: Buffer): Buffer => Buffer.concat([Buffer.from('X-Session-Id: '), value, Buffer.from('\r\n')]);
 const get = (r: Raw, name: string): string | undefined => r.headers.find(([n]) => n === name)?.[1];
@@ -75,7 +80,11 @@ describe('hostile session ids and echoed values (issue 7 §7)', () => {
     { name: '10 KB body field', body: 'b'.repeat(10 * 1024), expect: hashed(Buffer.from('b'.repeat(10 * 1024))) },
     { name: 'CR/LF in the body field (a header cannot carry them)', body: 'x\r\nSet-Cookie: pwned=1', expect: hashed(Buffer.from('x\r\nSet-Cookie: pwned=1')) },
     { name: 'NUL in the body field', body: 'a\u0000b', expect: hashed(Buffer.from('a\u0000b')) },
-    { name: 'non-UTF-8 header bytes', header: Buffer.from([0xff, 0xfe, 0x80, 0x41, 0xc3, 0x28]), expect: hashed(Buffer.from([0xff, 0xfe, 0x80, 0x41, 0xc3, 0x28])) },
+    {
+      name: 'non-UTF-8 header bytes',
+      header: Buffer.from([0xff, 0xfe, 0x80, 0x41, 0xc3, 0x28]),
+      expect: hashed(Buffer.from([0xff, 0xfe, 0x80, 0x41, 0xc3, 0x28])),
+    },
     { name: 'UTF-8 unicode header bytes', header: Buffer.from('セッション-🚀', 'utf8'), expect: hashed(Buffer.from('セッション-🚀', 'utf8')) },
     { name: 'unicode body field', body: 'ünïcödé 🚀 セッション', expect: hashed(Buffer.from('ünïcödé 🚀 セッション', 'utf8')) },
     { name: 'lone surrogate in the body field', body: '\ud800x', expect: hashed(Buffer.from('\ud800x', 'utf8')) },
@@ -86,7 +95,11 @@ describe('hostile session ids and echoed values (issue 7 §7)', () => {
 
   for (const c of cases) {
     it(`answers 200 with a stable header-safe id: ${c.name}`, async () => {
-      const bytes = post('/v1/chat/completions', c.header === undefined ? Buffer.alloc(0) : sessionHeader(c.header), c.body === undefined ? {} : { session_id: c.body });
+      const bytes = post(
+        '/v1/chat/completions',
+        c.header === undefined ? Buffer.alloc(0) : sessionHeader(c.header),
+        c.body === undefined ? {} : { session_id: c.body },
+      );
       const first = await raw(router.url, bytes);
       const second = await raw(router.url, bytes);
       assert.equal(first.status, 200, first.body.toString());
@@ -104,10 +117,18 @@ describe('hostile session ids and echoed values (issue 7 §7)', () => {
 
   it('refuses NUL, bare CR/LF and folded lines inside raw headers with 400 (RFC 9110 §5.5), and nothing reaches a replica', async () => {
     const before = (await Promise.all(sims.map((s) => s.stats()))).reduce((n, s) => n + s.requests, 0);
-    for (const bad of ['X-Session-Id: a\u0000b\r\n', 'X-Request-Id: abc\rX-Evil: 1\r\n', 'X-Request-Id: abc\nX-Evil: 1\r\n', 'X-Request-Id: abc\r\n X-Evil: 1\r\n']) {
+    for (const bad of [
+      'X-Session-Id: a\u0000b\r\n',
+      'X-Request-Id: abc\rX-Evil: 1\r\n',
+      'X-Request-Id: abc\nX-Evil: 1\r\n',
+      'X-Request-Id: abc\r\n X-Evil: 1\r\n',
+    ]) {
       const r = await raw(router.url, post('/v1/chat/completions', Buffer.from(bad, 'latin1'), {}));
       assert.equal(r.status, 400, JSON.stringify(bad));
-      assert.equal(r.headers.some(([n]) => n === 'x-evil'), false);
+      assert.equal(
+        r.headers.some(([n]) => n === 'x-evil'),
+        false,
+      );
     }
     const afterCount = (await Promise.all(sims.map((s) => s.stats()))).reduce((n, s) => n + s.requests, 0);
     assert.equal(afterCount, before);
@@ -121,7 +142,10 @@ describe('hostile session ids and echoed values (issue 7 §7)', () => {
       const echoed = String(get(r, 'x-request-id'));
       assert.match(echoed, SAFE, JSON.stringify(v));
       assert.notEqual(echoed, v);
-      assert.equal(r.headers.some(([n]) => n === 'set-cookie'), false);
+      assert.equal(
+        r.headers.some(([n]) => n === 'set-cookie'),
+        false,
+      );
     }
     const kept = await raw(router.url, post('/v1/chat/completions', Buffer.from('X-Request-Id: req-ok.1:2\r\n'), {}));
     assert.equal(get(kept, 'x-request-id'), 'req-ok.1:2');
@@ -138,7 +162,10 @@ describe('hostile session ids and echoed values (issue 7 §7)', () => {
         assert.equal(r.headers['x-evil'], undefined);
       }
     }
-    assert.equal(viaBody.headers.some(([n]) => n === 'set-cookie' || n === 'x-evil'), false);
+    assert.equal(
+      viaBody.headers.some(([n]) => n === 'set-cookie' || n === 'x-evil'),
+      false,
+    );
     for (const [, v] of viaBody.headers) assert.equal(/[\r\n\0]/.test(v), false);
   });
 });

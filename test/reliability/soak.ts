@@ -125,7 +125,9 @@ async function main(): Promise<number> {
     process.stderr.write(`error: the open-files limit is ${limit}; the 2,000-connection phase needs at least 4096 (raise it with ulimit -n)\n`);
     return 1;
   }
-  console.log(`soak: steady ${opts.steadyMs / 1000} s with ${opts.connections} connections and unique session ids (--max-sessions ${opts.maxSessions}), then ${opts.burstConnections} connections for ${opts.burstMs / 1000} s`);
+  console.log(
+    `soak: steady ${opts.steadyMs / 1000} s with ${opts.connections} connections and unique session ids (--max-sessions ${opts.maxSessions}), then ${opts.burstConnections} connections for ${opts.burstMs / 1000} s`,
+  );
   const sims = await Promise.all(['soak0', 'soak1', 'soak2'].map((name) => spawnSim({ name, args: ['--itl-ms', '5'] })));
   const cfg = join(tmpdir(), `soak-config-${process.pid}.json`);
   writeFileSync(cfg, JSON.stringify({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) }));
@@ -158,19 +160,42 @@ async function main(): Promise<number> {
     criteria.push({
       name: 'RSS flat within 10 % after warm-up',
       ok: drift(warm.map((s) => s.rssMb)) <= 0.1,
-      detail: band(warm.map((s) => s.rssMb), ' MB') + (judgeRss ? '' : `; not judged: needs a steady phase of ${MIN_STEADY_FOR_RSS_MS / 60_000} min or more`),
+      detail:
+        band(
+          warm.map((s) => s.rssMb),
+          ' MB',
+        ) + (judgeRss ? '' : `; not judged: needs a steady phase of ${MIN_STEADY_FOR_RSS_MS / 60_000} min or more`),
       skipped: !judgeRss,
     });
-    criteria.push({ name: 'open fds flat within 10 % after warm-up', ok: drift(warm.map((s) => s.fds)) <= 0.1, detail: band(warm.map((s) => s.fds), '') });
-    criteria.push({ name: 'session directory at its cap after warm-up', ok: warm.every((s) => s.sessions === opts.maxSessions), detail: `sessions ${[...new Set(warm.map((s) => s.sessions))].join(',')} (cap ${opts.maxSessions})` });
-    criteria.push({ name: 'LRU evictions growing', ok: warm.every((s, i) => i === 0 || s.evictedLru > warm[i - 1].evictedLru), detail: warm.map((s) => s.evictedLru).join(' → ') });
+    criteria.push({
+      name: 'open fds flat within 10 % after warm-up',
+      ok: drift(warm.map((s) => s.fds)) <= 0.1,
+      detail: band(
+        warm.map((s) => s.fds),
+        '',
+      ),
+    });
+    criteria.push({
+      name: 'session directory at its cap after warm-up',
+      ok: warm.every((s) => s.sessions === opts.maxSessions),
+      detail: `sessions ${[...new Set(warm.map((s) => s.sessions))].join(',')} (cap ${opts.maxSessions})`,
+    });
+    criteria.push({
+      name: 'LRU evictions growing',
+      ok: warm.every((s, i) => i === 0 || s.evictedLru > warm[i - 1].evictedLru),
+      detail: warm.map((s) => s.evictedLru).join(' → '),
+    });
 
     console.log(`burst: ${opts.burstConnections} connections for ${opts.burstMs / 1000} s`);
     const burst = await runLoad({ url: router.url, connections: opts.burstConnections, durationMs: opts.burstMs, streamShare: 0.3 });
     criteria.push({ name: `${opts.burstConnections} connections: zero errors`, ok: clean(burst), detail: summarize(burst) });
     const acc = await accounting(router.url);
     const sent = steady.sent + burst.sent;
-    criteria.push({ name: 'every request accounted', ok: acc.received === sent && acc.terminated === sent, detail: `sent ${sent}, received ${acc.received}, Σ terminations ${acc.terminated} ${JSON.stringify(acc.byCause)}` });
+    criteria.push({
+      name: 'every request accounted',
+      ok: acc.received === sent && acc.terminated === sent,
+      detail: `sent ${sent}, received ${acc.received}, Σ terminations ${acc.terminated} ${JSON.stringify(acc.byCause)}`,
+    });
     criteria.push({ name: 'in-flight back to 0', ok: acc.inflight === 0, detail: `in-flight ${acc.inflight}` });
     const errors = router.problems().lines.filter((l) => /"level":(5|6)\d/.test(l));
     criteria.push({ name: 'no error logged by the router', ok: errors.length === 0, detail: errors.slice(0, 2).join(' ') || 'none' });

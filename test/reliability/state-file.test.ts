@@ -44,7 +44,11 @@ function fill(dir: string, leave = 0): string {
 }
 
 const post = (router: TestRouter, session: string) =>
-  simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': session }, body: Buffer.from('{"model":"sim-model","messages":[{"role":"user","content":"x"}],"max_tokens":1}') });
+  simRequest(`${router.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'x-session-id': session },
+    body: Buffer.from('{"model":"sim-model","messages":[{"role":"user","content":"x"}],"max_tokens":1}'),
+  });
 const readyz = async (router: TestRouter) => {
   const r = await simRequest(`${router.url}/readyz`);
   return { status: r.status, body: JSON.parse(r.body.toString()) as { status: string; degraded?: Record<string, string> } };
@@ -128,7 +132,10 @@ describe('state file write failures (issue 7 §6)', () => {
     rmSync(filler);
     await router.waitForLog((l) => l['event'] === 'state_write_recovered', 5_000);
     const now = JSON.parse(readFileSync(path, 'utf8')) as { replicas: Array<{ slot: string }>; sessions: unknown[] };
-    assert.deepEqual(now.replicas.map((r) => r.slot), ['w-d0']);
+    assert.deepEqual(
+      now.replicas.map((r) => r.slot),
+      ['w-d0'],
+    );
     assert.equal(now.sessions.length, 30);
     assert.equal((await readyz(router)).body.degraded, undefined, 'degraded cleared');
   });
@@ -158,7 +165,9 @@ describe('state file write failures (issue 7 §6)', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ar-notdir-')), 'plain-file');
     writeFileSync(file, 'not a directory');
     const path = join(file, 'state.json');
-    const run = spawn(process.execPath, [MAIN_ENTRY, '--config', cfg, '--host', '127.0.0.1', '--port', '0', '--state-file', path], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const run = spawn(process.execPath, [MAIN_ENTRY, '--config', cfg, '--host', '127.0.0.1', '--port', '0', '--state-file', path], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     run.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise<number | null>((r) => run.on('exit', (c) => r(c)));

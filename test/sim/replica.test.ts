@@ -78,8 +78,21 @@ describe('simulator process', () => {
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
     await promisify(execFile)('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-days', '1', '-keyout', key, '-out', cert,
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      '-days',
+      '1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
     ]);
     const sim = await spawnSim({ name: 'secure', args: ['--tls-cert', cert, '--tls-key', key] });
     assert.match(sim.url, /^https:\/\/127\.0\.0\.1:\d+$/);

@@ -49,9 +49,7 @@ describe('simulator faults', () => {
   it('status: answers every /v1 request with that status and an OpenAI error, /__sim and /health unaffected', async () => {
     await sim.setFaults({ status: 503 });
     for (const path of ['/v1/chat/completions', '/v1/models', '/v1/embeddings']) {
-      const res = path === '/v1/models'
-        ? await simRequest(`${sim.url}${path}`)
-        : await simRequest(`${sim.url}${path}`, { method: 'POST', body: chatBody() });
+      const res = path === '/v1/models' ? await simRequest(`${sim.url}${path}`) : await simRequest(`${sim.url}${path}`, { method: 'POST', body: chatBody() });
       assert.equal(res.status, 503, path);
       const body = JSON.parse(res.body.toString('utf8')) as Json;
       assert.deepEqual({ object: body.object, type: body.type, code: body.code }, { object: 'error', type: 'service_unavailable', code: 503 });
@@ -72,12 +70,21 @@ describe('simulator faults', () => {
     await sim.setFaults({ hang: 'headers' });
     const before = await sim.stats();
     const ex = rawExchange(`${sim.url}/v1/chat/completions`, chatBody());
-    await pollUntil('request received', () => sim.stats(), (s) => s.requests === before.requests + 1 && s.inflight === 1);
+    await pollUntil(
+      'request received',
+      () => sim.stats(),
+      (s) => s.requests === before.requests + 1 && s.inflight === 1,
+    );
     // A served request would have been answered in the same tick that recorded it.
     assert.equal((await simRequest(`${sim.url}/health`)).status, 200);
     assert.equal(ex.seen.status, 0, 'no response headers');
     ex.abort();
-    const s = await pollUntil('aborted', () => sim.stats(), (st) => st.aborted === before.aborted + 1, 1_000);
+    const s = await pollUntil(
+      'aborted',
+      () => sim.stats(),
+      (st) => st.aborted === before.aborted + 1,
+      1_000,
+    );
     assert.equal(s.inflight, 0);
   });
 
@@ -89,13 +96,22 @@ describe('simulator faults', () => {
     await assert.rejects(stream.waitForEvents(3, 300), /2 of 3 events within 300 ms/);
     stream.destroy();
     assert.equal(await stream.done, 'destroyed');
-    await pollUntil('aborted counted', () => sim.stats(), (st) => st.inflight === 0 && st.aborted >= 1, 1_000);
+    await pollUntil(
+      'aborted counted',
+      () => sim.stats(),
+      (st) => st.inflight === 0 && st.aborted >= 1,
+      1_000,
+    );
   });
 
   it('hang body: a non-stream answer sends headers and half its body, then stalls', async () => {
     await sim.setFaults({ hang: 'body' });
     const ex = rawExchange(`${sim.url}/v1/chat/completions`, chatBody());
-    await pollUntil('half the body', () => Promise.resolve(ex.seen), (s) => s.length > 0 && s.bytes === Math.floor(s.length / 2));
+    await pollUntil(
+      'half the body',
+      () => Promise.resolve(ex.seen),
+      (s) => s.length > 0 && s.bytes === Math.floor(s.length / 2),
+    );
     assert.equal(ex.seen.status, 200);
     assert.equal(ex.seen.ended, null);
     ex.abort();
@@ -118,7 +134,11 @@ describe('simulator faults', () => {
     const stream = await simStream(`${sim.url}/v1/chat/completions`, { body: streamBody() });
     assert.equal(await stream.done, 'error');
     assert.equal(stream.events.length, 2);
-    const s = await pollUntil('reset counted', () => sim.stats(), (st) => st.resets === before.resets + 1);
+    const s = await pollUntil(
+      'reset counted',
+      () => sim.stats(),
+      (st) => st.resets === before.resets + 1,
+    );
     assert.equal(s.aborted, before.aborted, 'a cut by the simulator is not a client abort');
     assert.equal((await simRequest(`${sim.url}/health`)).status, 200);
   });
@@ -127,7 +147,11 @@ describe('simulator faults', () => {
     await sim.setFaults({ reset_after_chunks: 0 });
     await assert.rejects(simRequest(`${sim.url}/v1/chat/completions`, { method: 'POST', body: chatBody() }), /aborted|socket hang up|ECONNRESET/);
     const ex = rawExchange(`${sim.url}/v1/chat/completions`, chatBody());
-    await pollUntil('closed', () => Promise.resolve(ex.seen), (s) => s.ended !== null);
+    await pollUntil(
+      'closed',
+      () => Promise.resolve(ex.seen),
+      (s) => s.ended !== null,
+    );
     assert.equal(ex.seen.ended, 'error');
     assert.ok(ex.seen.bytes < ex.seen.length, `${ex.seen.bytes} of ${ex.seen.length} bytes`);
   });
@@ -156,8 +180,18 @@ describe('simulator faults', () => {
   it('refuse with refuse_ms: refuses connections, then listens again on the same port', async () => {
     const s = await spawnSim();
     await s.setFaults({ refuse: true, refuse_ms: 700 });
-    await pollUntil('refused', () => probe(s.port), (r) => r === 'ECONNREFUSED', 1_000);
-    await pollUntil('listening again', () => probe(s.port), (r) => r === 'open', 5_000);
+    await pollUntil(
+      'refused',
+      () => probe(s.port),
+      (r) => r === 'ECONNREFUSED',
+      1_000,
+    );
+    await pollUntil(
+      'listening again',
+      () => probe(s.port),
+      (r) => r === 'open',
+      5_000,
+    );
     const stats = await s.stats();
     assert.equal(stats.faults.refuse, false);
     assert.equal(stats.port, s.port);
@@ -169,10 +203,18 @@ describe('simulator faults', () => {
     assert.equal(s.port, port);
     assert.equal(await probe(port), 'ECONNREFUSED');
     s.child.kill('SIGUSR2');
-    await pollUntil('listening', () => probe(port), (r) => r === 'open');
+    await pollUntil(
+      'listening',
+      () => probe(port),
+      (r) => r === 'open',
+    );
     assert.equal((await simRequest(`${s.url}/health`)).status, 200);
     s.child.kill('SIGUSR2');
-    await pollUntil('refusing again', () => probe(port), (r) => r === 'ECONNREFUSED');
+    await pollUntil(
+      'refusing again',
+      () => probe(port),
+      (r) => r === 'ECONNREFUSED',
+    );
   });
 
   it('refuses an invalid faults document with 400 and keeps the current faults', async () => {

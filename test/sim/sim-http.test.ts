@@ -112,7 +112,12 @@ describe('simulator HTTP surface', () => {
     await stream.waitForEvents(1);
     stream.destroy();
     const left = Date.now();
-    const stats = await pollUntil('aborted = 1', () => s.stats(), (st) => st.aborted === 1, 1_000);
+    const stats = await pollUntil(
+      'aborted = 1',
+      () => s.stats(),
+      (st) => st.aborted === 1,
+      1_000,
+    );
     assert.ok(Date.now() - left <= 1_000);
     assert.equal(stats.inflight, 0);
     assert.equal(stats.completed, 0);
@@ -177,7 +182,11 @@ describe('simulator HTTP surface', () => {
     const s = await spawnSim({ args: ['--max-running', '1', '--ttft-base-ms', '300', '--output-tokens', '1'] });
     const send = (): Promise<unknown> => simRequest(`${s.url}/v1/completions`, { method: 'POST', body: '{"prompt":"p"}' });
     const both = Promise.all([send(), send()]);
-    await pollUntil('1 running, 1 waiting', () => s.stats(), (st) => st.running === 1 && st.waiting === 1);
+    await pollUntil(
+      '1 running, 1 waiting',
+      () => s.stats(),
+      (st) => st.running === 1 && st.waiting === 1,
+    );
     const metrics = (await simRequest(`${s.url}/metrics`)).body.toString('utf8');
     assert.match(metrics, /^vllm:num_requests_waiting\{[^}]*\} 1$/m);
     await both;

@@ -47,7 +47,10 @@ export function parseProm(text: string): { samples: Sample[]; problems: string[]
     }
     if (consumed !== labelText.length) problems.push(`malformed labels: ${line}`);
     if (!/^(?:[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+)|[+-]Inf|NaN)$/i.test(value)) problems.push(`bad value ${value} on ${name}`);
-    const key = `${name}{${Object.entries(labels).sort().map(([k, v]) => `${k}=${v}`).join(',')}}`;
+    const key = `${name}{${Object.entries(labels)
+      .sort()
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')}}`;
     if (seen.has(key)) problems.push(`duplicate series ${key}`);
     seen.add(key);
     const family = name.replace(/_(bucket|sum|count|total|created)$/, '');
@@ -64,7 +67,5 @@ export function parseProm(text: string): { samples: Sample[]; problems: string[]
 
 /** Sum of the samples of `name` whose labels include `match`. */
 export function sum(samples: readonly Sample[], name: string, match: Record<string, string> = {}): number {
-  return samples
-    .filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v))
-    .reduce((n, s) => n + s.value, 0);
+  return samples.filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v)).reduce((n, s) => n + s.value, 0);
 }

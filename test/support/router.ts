@@ -37,11 +37,7 @@ export function writeTempConfig(config: unknown, name = 'config.json'): string {
  * Loads `config` through the real loader (flags as a user would give them) and starts the app on
  * an ephemeral loopback port. Fast health polling by default so tests do not wait.
  */
-export async function startTestRouter(
-  config: unknown,
-  flags: string[] = [],
-  env: Record<string, string> = {},
-): Promise<TestRouter> {
+export async function startTestRouter(config: unknown, flags: string[] = [], env: Record<string, string> = {}): Promise<TestRouter> {
   const file = writeTempConfig(config);
   const argv = ['--config', file, '--host', '127.0.0.1', '--port', '0', '--health-interval', '0.2', '--health-timeout', '1', '--log-level', 'info', ...flags];
   const cfg = loadRouterConfig(argv, env);
@@ -54,8 +50,7 @@ export async function startTestRouter(
     app,
     config: cfg,
     logs: () => lines,
-    waitForLog: (pred, timeoutMs = 5_000) =>
-      waitFor(() => lines.find(pred), timeoutMs, 'log line'),
+    waitForLog: (pred, timeoutMs = 5_000) => waitFor(() => lines.find(pred), timeoutMs, 'log line'),
     outstanding: (name) => registry.get(name)?.outstanding ?? NaN,
     // The same graceful shutdown as SIGTERM: drains, stops every launched replica, closes the app.
     close: () => app.get(ShutdownService).run(app),

@@ -79,17 +79,13 @@ export function simRequest(
   return new Promise((resolvePromise, reject) => {
     const target = new URL(url);
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(
-      target,
-      { method: init.method ?? 'GET', headers: init.headers, rejectUnauthorized: false, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-        res.on('error', reject);
-        res.on('aborted', () => reject(new Error(`${url}: response aborted`)));
-      },
-    );
+    const req = send(target, { method: init.method ?? 'GET', headers: init.headers, rejectUnauthorized: false, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+      res.on('aborted', () => reject(new Error(`${url}: response aborted`)));
+    });
     req.setTimeout(init.timeoutMs ?? 10_000, () => req.destroy(new Error(`${url}: no answer in ${init.timeoutMs ?? 10_000} ms`)));
     req.on('error', reject);
     req.end(init.body);
@@ -116,10 +112,7 @@ export interface SimStream {
 }
 
 /** Sends a request and reads the response as SSE (`data: ...\n\n`), stamping each event's arrival. */
-export function simStream(
-  url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<SimStream> {
+export function simStream(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<SimStream> {
   return new Promise((resolvePromise, reject) => {
     const target = new URL(url);
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;

@@ -34,9 +34,7 @@ export class AdminTokenGuard implements CanActivate {
         req.adminId = 'open';
         return true;
       }
-      throw new ForbiddenException(
-        'the admin API is disabled: no admin token is configured (set ROUTER_ADMIN_TOKEN, or start with --admin-open)',
-      );
+      throw new ForbiddenException('the admin API is disabled: no admin token is configured (set ROUTER_ADMIN_TOKEN, or start with --admin-open)');
     }
     const header = req.headers.authorization;
     const m = typeof header === 'string' ? /^bearer\s+(.+)$/i.exec(header.trim()) : null;

@@ -9,7 +9,14 @@ import { onUncaughtException, onUnhandledRejection, type ProcessFaultDeps } from
 function recorded(withLogger: boolean): { deps: ProcessFaultDeps; lines: () => Array<Record<string, unknown>>; stderr: string[]; exits: number[] } {
   const out = new PassThrough();
   const logged: string[] = [];
-  out.on('data', (c: Buffer) => logged.push(...c.toString().split('\n').filter((l) => l !== '')));
+  out.on('data', (c: Buffer) =>
+    logged.push(
+      ...c
+        .toString()
+        .split('\n')
+        .filter((l) => l !== ''),
+    ),
+  );
   const log: AppLogger | undefined = withLogger ? createAppLogger('info', 'json', out) : undefined;
   const stderr: string[] = [];
   const exits: number[] = [];
@@ -42,7 +49,10 @@ describe('process-level fault handlers', () => {
     onUnhandledRejection(r.deps, new Error('early'));
     assert.equal(r.stderr.length, 1);
     const line = JSON.parse(r.stderr[0]) as Record<string, unknown>;
-    assert.deepEqual([line['event'], line['source'], line['count'], (line['err'] as { message?: unknown }).message], ['internal_error', 'unhandled_rejection', 1, 'early']);
+    assert.deepEqual(
+      [line['event'], line['source'], line['count'], (line['err'] as { message?: unknown }).message],
+      ['internal_error', 'unhandled_rejection', 1, 'early'],
+    );
     assert.deepEqual(r.exits, []);
   });
 

@@ -50,11 +50,21 @@ describe('createAppLogger', () => {
   });
 
   it('drops lines under --log-level', async () => {
-    const text = await written('json', (log) => {
-      log.debug('hidden');
-      log.info('hidden too');
-      log.warn('shown');
-    }, 'warn');
-    assert.deepEqual(text.trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg), ['shown']);
+    const text = await written(
+      'json',
+      (log) => {
+        log.debug('hidden');
+        log.info('hidden too');
+        log.warn('shown');
+      },
+      'warn',
+    );
+    assert.deepEqual(
+      text
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { msg: string }).msg),
+      ['shown'],
+    );
   });
 });

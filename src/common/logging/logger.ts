@@ -4,14 +4,7 @@ import type { LogFormat } from '../../config/router-config.js';
 export type AppLogger = Logger;
 
 /** Paths never written to a log line (STYLE §9). */
-export const REDACT_PATHS = [
-  'authorization',
-  'req.headers.authorization',
-  'headers.authorization',
-  'token',
-  'adminToken',
-  'identity',
-];
+export const REDACT_PATHS = ['authorization', 'req.headers.authorization', 'headers.authorization', 'token', 'adminToken', 'identity'];
 
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 

@@ -1,12 +1,5 @@
 import { Body, Delete, Get, HttpCode, Inject, Param, ParseBoolPipe, Patch, Post, Query, Req, Res } from '@nestjs/common';
-import {
-  ApiAcceptedResponse,
-  ApiBadGatewayResponse,
-  ApiConflictResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiQuery,
-  } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBadGatewayResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiQuery } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminController } from './admin-api.decorator.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
@@ -54,8 +47,12 @@ export class ReplicasController {
   @ApiOkResponse({ type: StoppedView, description: 'drained and stopped (wait=true, the default)' })
   @ApiAcceptedResponse({ type: DrainStateView, description: 'drain started or joined (wait=false)' })
   @ApiNotFoundResponse({ description: 'unknown replica' })
-  @ApiConflictResponse({ description: 'a static replica (not launched by this router), or an adopted one the router cannot stop (no proven pid, no stop_command)' })
-  @ApiBadGatewayResponse({ description: 'stop_incomplete: the replica still answers --stop-grace after its stop (and after signals, when its pid is proven); its slot stays reserved' })
+  @ApiConflictResponse({
+    description: 'a static replica (not launched by this router), or an adopted one the router cannot stop (no proven pid, no stop_command)',
+  })
+  @ApiBadGatewayResponse({
+    description: 'stop_incomplete: the replica still answers --stop-grace after its stop (and after signals, when its pid is proven); its slot stays reserved',
+  })
   async remove(
     @Param('name') name: string,
     @Query('wait', new ParseBoolPipe({ optional: true })) wait: boolean | undefined,

@@ -3,8 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { peekTopLevelString } from './body-peek.js';
 
-const peek = (s: string | Buffer, f = 'session_id'): string | undefined =>
-  peekTopLevelString(typeof s === 'string' ? Buffer.from(s) : s, f);
+const peek = (s: string | Buffer, f = 'session_id'): string | undefined => peekTopLevelString(typeof s === 'string' ? Buffer.from(s) : s, f);
 
 describe('peekTopLevelString', () => {
   it('finds a top-level string field', () => {

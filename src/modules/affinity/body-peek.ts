@@ -89,8 +89,7 @@ export function peekTopLevelString(body: Buffer, field: string, fieldNeedle?: Bu
     const keyStart = i;
     const keyEnd = skipString(body, i);
     if (keyEnd < 0) return undefined;
-    const keyMatches =
-      keyEnd - keyStart === needle.length && body.compare(needle, 0, needle.length, keyStart, keyEnd) === 0;
+    const keyMatches = keyEnd - keyStart === needle.length && body.compare(needle, 0, needle.length, keyStart, keyEnd) === 0;
     i = skipWs(body, keyEnd);
     if (body[i] !== COLON) return undefined;
     i = skipWs(body, i + 1);

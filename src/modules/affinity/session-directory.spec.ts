@@ -192,7 +192,12 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
             const got = l.status === 'live' ? `live:${l.target.name}` : l.status;
             const want = m.status(`s${o.id}`, now);
             assert.equal(norm(got), norm(want));
-            if (want.startsWith('live:')) m.pin(`s${o.id}`, modelTargets.find((t) => `live:${t.name}` === want)!, now);
+            if (want.startsWith('live:'))
+              m.pin(
+                `s${o.id}`,
+                modelTargets.find((t) => `live:${t.name}` === want)!,
+                now,
+              );
           } else if (o.kind === 'unpin') {
             d.unpin(`s${o.id}`, now);
             m.unpin(`s${o.id}`);
@@ -235,58 +240,63 @@ describe('SessionDirectory passes (the state file reads pins a slice at a time)'
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('slice' as const), max: fc.integer({ min: 1, max: 3 }), take: fc.nat(3) }) },
     );
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.nat(IDS), fc.nat(2)), { minLength: 5, maxLength: 30 }), fc.option(fc.nat(2)), fc.array(op, { minLength: 30, maxLength: 150 }), (initial, released, ops) => {
-        const targets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinEpoch: 0, pins: 0 }));
-        const d = new SessionDirectory<PinTarget>(1e9, 1000); // no expiry, no eviction: only the ops change pins
-        let now = 0;
-        for (const [id, t] of initial) d.pin(`s${id}`, targets[t], ++now);
-        if (released !== null) d.release(targets[released]); // stale entries a pin may reuse in place
-        const atOpen = new Map<string, string>();
-        for (let i = 0; i <= IDS; i++) {
-          const l = d.lookup(`s${i}`, now);
-          if (l.status === 'live') atOpen.set(`s${i}`, l.target.name);
-        }
-        const stable = new Set(atOpen.keys()); // live at open and not moved, unpinned or released since
-        const pinnedSince = new Map<string, Set<string>>(); // targets an id was pinned to during the pass
-        const seen = new Map<string, string>();
-        const pass = d.openPass();
-        let more = true;
-        const slice = (max: number, take: number): void => {
-          let taken = 0;
-          more = pass.next(++now, max, (id, target) => {
-            if (taken++ >= take) return false; // stop here: the next slice offers this pin again
-            assert.equal(seen.has(id), false, `${id} offered twice`);
-            seen.set(id, target.name);
-            return true;
-          });
-        };
-        for (const o of ops) {
-          now++;
-          if (o.kind === 'slice') slice(o.max, o.take);
-          else if (o.kind === 'pin') {
-            const id = `s${o.id}`;
-            const before = d.lookup(id, now);
-            d.pin(id, targets[o.target], now);
-            if (before.status !== 'live' || before.target !== targets[o.target]) stable.delete(id);
-            if (!pinnedSince.has(id)) pinnedSince.set(id, new Set());
-            pinnedSince.get(id)!.add(`t${o.target}`);
-          } else if (o.kind === 'touch') d.touch(`s${o.id}`, now);
-          else if (o.kind === 'unpin') {
-            d.unpin(`s${o.id}`, now);
-            stable.delete(`s${o.id}`);
-          } else {
-            d.release(targets[o.target]);
-            for (const [id, t] of atOpen) if (t === `t${o.target}`) stable.delete(id);
+      fc.property(
+        fc.array(fc.tuple(fc.nat(IDS), fc.nat(2)), { minLength: 5, maxLength: 30 }),
+        fc.option(fc.nat(2)),
+        fc.array(op, { minLength: 30, maxLength: 150 }),
+        (initial, released, ops) => {
+          const targets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinEpoch: 0, pins: 0 }));
+          const d = new SessionDirectory<PinTarget>(1e9, 1000); // no expiry, no eviction: only the ops change pins
+          let now = 0;
+          for (const [id, t] of initial) d.pin(`s${id}`, targets[t], ++now);
+          if (released !== null) d.release(targets[released]); // stale entries a pin may reuse in place
+          const atOpen = new Map<string, string>();
+          for (let i = 0; i <= IDS; i++) {
+            const l = d.lookup(`s${i}`, now);
+            if (l.status === 'live') atOpen.set(`s${i}`, l.target.name);
           }
-        }
-        while (more) slice(3, 3);
-        pass.close();
-        for (const id of stable) assert.equal(seen.get(id), atOpen.get(id), `${id} (live at open, never moved) offered with its target`);
-        for (const [id, t] of seen) {
-          assert.ok(atOpen.has(id) || pinnedSince.has(id), `${id} was never pinned`);
-          assert.ok(t === atOpen.get(id) || pinnedSince.get(id)?.has(t), `${id} offered with a target it never had`);
-        }
-      }),
+          const stable = new Set(atOpen.keys()); // live at open and not moved, unpinned or released since
+          const pinnedSince = new Map<string, Set<string>>(); // targets an id was pinned to during the pass
+          const seen = new Map<string, string>();
+          const pass = d.openPass();
+          let more = true;
+          const slice = (max: number, take: number): void => {
+            let taken = 0;
+            more = pass.next(++now, max, (id, target) => {
+              if (taken++ >= take) return false; // stop here: the next slice offers this pin again
+              assert.equal(seen.has(id), false, `${id} offered twice`);
+              seen.set(id, target.name);
+              return true;
+            });
+          };
+          for (const o of ops) {
+            now++;
+            if (o.kind === 'slice') slice(o.max, o.take);
+            else if (o.kind === 'pin') {
+              const id = `s${o.id}`;
+              const before = d.lookup(id, now);
+              d.pin(id, targets[o.target], now);
+              if (before.status !== 'live' || before.target !== targets[o.target]) stable.delete(id);
+              if (!pinnedSince.has(id)) pinnedSince.set(id, new Set());
+              pinnedSince.get(id)!.add(`t${o.target}`);
+            } else if (o.kind === 'touch') d.touch(`s${o.id}`, now);
+            else if (o.kind === 'unpin') {
+              d.unpin(`s${o.id}`, now);
+              stable.delete(`s${o.id}`);
+            } else {
+              d.release(targets[o.target]);
+              for (const [id, t] of atOpen) if (t === `t${o.target}`) stable.delete(id);
+            }
+          }
+          while (more) slice(3, 3);
+          pass.close();
+          for (const id of stable) assert.equal(seen.get(id), atOpen.get(id), `${id} (live at open, never moved) offered with its target`);
+          for (const [id, t] of seen) {
+            assert.ok(atOpen.has(id) || pinnedSince.has(id), `${id} was never pinned`);
+            assert.ok(t === atOpen.get(id) || pinnedSince.get(id)?.has(t), `${id} offered with a target it never had`);
+          }
+        },
+      ),
       { numRuns: 400 },
     );
   });

@@ -71,9 +71,12 @@ export class LeaderService implements BeforeApplicationShutdown {
   async start(): Promise<void> {
     if (!this.redis.enabled) return;
     await this.tick();
-    this.timer = setInterval(() => {
-      this.tick().catch((e: unknown) => this.log.error({ err: e }, 'fleet lease tick failed'));
-    }, Math.max(100, this.ttlMs / 3));
+    this.timer = setInterval(
+      () => {
+        this.tick().catch((e: unknown) => this.log.error({ err: e }, 'fleet lease tick failed'));
+      },
+      Math.max(100, this.ttlMs / 3),
+    );
     this.timer.unref();
     this.scheduler.addInterval(LEASE_JOB, this.timer);
   }

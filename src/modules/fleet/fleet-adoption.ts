@@ -42,7 +42,10 @@ export class FleetAdoption {
         pins++;
       }
     }
-    this.log.info({ event: 'adoption_done', adopted: [...adopted], orphans: this.fleet.orphans.length, pins }, `adopted ${adopted.size} of ${state.replicas.length} recorded replicas`);
+    this.log.info(
+      { event: 'adoption_done', adopted: [...adopted], orphans: this.fleet.orphans.length, pins },
+      `adopted ${adopted.size} of ${state.replicas.length} recorded replicas`,
+    );
   }
 
   /** Probe a recorded replica now; the returned step registers the outcome (run in order). */
@@ -73,7 +76,10 @@ export class FleetAdoption {
     const identity = h.status !== undefined && modelOk && entry.pid !== null ? await this.fleet.identify(slot, entry.pid, entry.port) : undefined;
     return () => {
       if (h.status === undefined) {
-        this.orphan({ ...where, reason: `does not answer at ${ep.url} (${h.error ?? 'no answer'}); if a process still holds devices [${entry.devices.join(',')}] on ${entry.host}, stop it by hand` });
+        this.orphan({
+          ...where,
+          reason: `does not answer at ${ep.url} (${h.error ?? 'no answer'}); if a process still holds devices [${entry.devices.join(',')}] on ${entry.host}, stop it by hand`,
+        });
         return 'orphan';
       }
       if (!modelOk) {
@@ -85,7 +91,7 @@ export class FleetAdoption {
       const r = this.fleet.registerAdopted(slot, entry, h.ok, pid);
       if (r === undefined) return 'skipped';
       if (identity !== undefined && !identity.proven) {
-        const stop = this.fleet.record(r.name)?.stopArgv !== undefined ? 'its host\'s stop_command stops it' : 'stop it by hand (the host has no stop_command)';
+        const stop = this.fleet.record(r.name)?.stopArgv !== undefined ? "its host's stop_command stops it" : 'stop it by hand (the host has no stop_command)';
         this.log.warn(
           { event: 'adopt_pid_unproven', replica: r.name, recorded_pid: entry.pid, reason: identity.reason },
           `adopting ${r.name} without its recorded pid ${entry.pid}: ${identity.reason}; the router will never signal that pid, ${stop}`,
@@ -93,7 +99,10 @@ export class FleetAdoption {
       }
       if (!h.ok) {
         this.fleet.reportOrphan({ ...where, reason: `answers ${h.status} at ${ep.url}: slot kept reserved, adopted as unready until its health checks pass` });
-        this.log.warn({ event: 'adopt', replica: r.name, ready: false, status: h.status, pid }, `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`);
+        this.log.warn(
+          { event: 'adopt', replica: r.name, ready: false, status: h.status, pid },
+          `adopted ${r.name} but it answers ${h.status}; it stays out of rotation until healthy`,
+        );
       } else {
         this.log.info({ event: 'adopt', replica: r.name, pid, url: r.url }, `adopted ${r.name} (pid ${pid ?? 'unknown'}) without relaunching`);
       }

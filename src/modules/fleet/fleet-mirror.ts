@@ -62,15 +62,21 @@ export class FleetMirror {
     }
     for (const e of wanted.values()) {
       if (this.registry.get(e.slot) !== undefined) continue;
-      const r = new Replica(e.slot, 'shared', createEndpoint({ scheme: e.scheme, host: e.address, port: e.port }), {
-        slot: e.slot,
-        host: e.host,
-        devices: e.devices,
-        pid: e.pid,
-        logPath: '',
-        launchedAt: e.launched_at ?? new Date().toISOString(),
-        ...(e.model !== null ? { model: e.model } : {}),
-      }, { ready: false, everReady: true, maxInflight: this.config.hosts.find((h) => h.name === e.host)?.maxInflight });
+      const r = new Replica(
+        e.slot,
+        'shared',
+        createEndpoint({ scheme: e.scheme, host: e.address, port: e.port }),
+        {
+          slot: e.slot,
+          host: e.host,
+          devices: e.devices,
+          pid: e.pid,
+          logPath: '',
+          launchedAt: e.launched_at ?? new Date().toISOString(),
+          ...(e.model !== null ? { model: e.model } : {}),
+        },
+        { ready: false, everReady: true, maxInflight: this.config.hosts.find((h) => h.name === e.host)?.maxInflight },
+      );
       this.registry.add(r);
     }
   }

@@ -74,7 +74,8 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     if (missing <= 0) return;
     const results = await Promise.allSettled(Array.from({ length: missing }, () => this.fleet.launch(1)));
     for (const r of results) {
-      if (r.status === 'rejected') this.log.error({ event: 'initial_launch_failed', err: (r.reason as Error).message }, `initial launch failed: ${(r.reason as Error).message}`);
+      if (r.status === 'rejected')
+        this.log.error({ event: 'initial_launch_failed', err: (r.reason as Error).message }, `initial launch failed: ${(r.reason as Error).message}`);
     }
   }
 }

@@ -192,7 +192,9 @@ export class FleetService {
   assertLeader(): void {
     if (this.leader.isLeader) return;
     const url = this.leader.leaderUrl;
-    throw new DomainError('not_leader', `this router does not lead the fleet; send fleet changes to the leader${url ? ` at ${url}` : ''}`, { leader: url ?? null });
+    throw new DomainError('not_leader', `this router does not lead the fleet; send fleet changes to the leader${url ? ` at ${url}` : ''}`, {
+      leader: url ?? null,
+    });
   }
 
   /**

@@ -78,14 +78,25 @@ export class ReplicaLauncher {
       slot.name,
       'launched',
       createEndpoint({ scheme: 'http', host: slot.address, port: slot.port }),
-      { slot: slot.name, host: host.name, devices: slot.devices, pid: null, logPath, launchedAt: new Date().toISOString(), ...(model !== undefined ? { model } : {}) },
+      {
+        slot: slot.name,
+        host: host.name,
+        devices: slot.devices,
+        pid: null,
+        logPath,
+        launchedAt: new Date().toISOString(),
+        ...(model !== undefined ? { model } : {}),
+      },
       { ready: false, maxInflight: host.maxInflight },
     );
     const rec = this.recordFor(replica, host, slot, holder);
     try {
       const proc = await rec.transport.launch({ slot, host, argv, env: rec.env, logPath, ...(host.workdir !== undefined ? { workdir: host.workdir } : {}) });
       replica.placement!.pid = proc.pid;
-      proc.exited?.then((info) => this.exited(rec, info), () => undefined);
+      proc.exited?.then(
+        (info) => this.exited(rec, info),
+        () => undefined,
+      );
     } catch (e) {
       this.book.records.delete(replica.name);
       this.registry.remove(replica.name);
@@ -141,7 +152,16 @@ export class ReplicaLauncher {
     r.failed = true;
     const logPath = r.placement!.logPath;
     const logTail = await rec.transport.tailLog(logPath, LOG_TAIL_LINES).catch((e: Error) => [`(log unavailable: ${e.message})`]);
-    const report = { name: r.name, slot: rec.slot.name, host: rec.host.name, devices: rec.slot.devices, reason, log_path: logPath, log_tail: logTail, at: new Date().toISOString() };
+    const report = {
+      name: r.name,
+      slot: rec.slot.name,
+      host: rec.host.name,
+      devices: rec.slot.devices,
+      reason,
+      log_path: logPath,
+      log_tail: logTail,
+      at: new Date().toISOString(),
+    };
     this.book.reportFailure(report);
     this.log.error({ event: 'replica_failed', replica: r.name, ...report }, `replica ${r.name} failed: ${reason}; log ${report.log_path}`);
     await this.stopper.stop(rec);

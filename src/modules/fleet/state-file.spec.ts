@@ -27,7 +27,17 @@ describe('state file', () => {
     assert.equal(r.kind, 'ok');
     if (r.kind === 'ok') {
       assert.equal(r.state.version, 0);
-      assert.deepEqual(r.state.replicas[0], { slot: 'local-d0', host: 'local', devices: [0], address: '127.0.0.1', port: 8001, scheme: 'http', pid: null, launched_at: null, model: null });
+      assert.deepEqual(r.state.replicas[0], {
+        slot: 'local-d0',
+        host: 'local',
+        devices: [0],
+        address: '127.0.0.1',
+        port: 8001,
+        scheme: 'http',
+        pid: null,
+        launched_at: null,
+        model: null,
+      });
     }
   });
 
@@ -66,7 +76,19 @@ describe('state file', () => {
   it('writes pins, whatever their ids, as JSON the reader reads back exactly', async () => {
     const odd = ['plain-id', 'quo"te', 'back\\slash', 'tab\tnew\nline', 'caf\u00e9 \u{1F600}', '\u0000\u001f\u007f', 'lone \ud800', 'x'.repeat(500), ''];
     const pins = [...odd, ...Array.from({ length: 300 }, (_, i) => `s-${i}`)].map((id, i) => ({ id, replica: i % 3 === 0 ? 'r"0' : `r${i % 3}` }));
-    const replicas = [{ slot: 'r1', host: 'h', devices: [0], address: '127.0.0.1', port: 8001, scheme: 'http' as const, pid: 12, launched_at: '2026-01-01T00:00:00.000Z', model: 'm' }];
+    const replicas = [
+      {
+        slot: 'r1',
+        host: 'h',
+        devices: [0],
+        address: '127.0.0.1',
+        port: 8001,
+        scheme: 'http' as const,
+        pid: 12,
+        launched_at: '2026-01-01T00:00:00.000Z',
+        model: 'm',
+      },
+    ];
     const p = join(mkdtempSync(join(tmpdir(), 'ar-state-')), 'state.json');
     await writeStateFile(p, { version: 1, epoch: 7, written_at: '2026-01-02T00:00:00.000Z', replicas }, encode(pins, 64));
     const r = readStateFile(p);

@@ -32,7 +32,8 @@ export interface FleetState {
   readonly sessions: readonly StatePin[];
 }
 
-export type StateRead = { readonly kind: 'missing' } | { readonly kind: 'ok'; readonly state: FleetState } | { readonly kind: 'invalid'; readonly problems: ConfigProblem[] };
+export type StateRead =
+  { readonly kind: 'missing' } | { readonly kind: 'ok'; readonly state: FleetState } | { readonly kind: 'invalid'; readonly problems: ConfigProblem[] };
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isPort = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 65535;
@@ -50,7 +51,10 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    return { kind: 'invalid', problems: [{ path: '--state-file', message: `${path} is not valid JSON (${(e as Error).message}); start with --discard-state to ignore it` }] };
+    return {
+      kind: 'invalid',
+      problems: [{ path: '--state-file', message: `${path} is not valid JSON (${(e as Error).message}); start with --discard-state to ignore it` }],
+    };
   }
   const problems: ConfigProblem[] = [];
   const at = (p: string): string => `--state-file ${p}`;
@@ -59,7 +63,10 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
     problems.push({ path: at('version'), message: `must be a non-negative integer, got ${JSON.stringify(version)}` });
   } else if (version > STATE_VERSION) {
-    problems.push({ path: at('version'), message: `${path} was written by a newer router (version ${version}; this one reads up to ${STATE_VERSION}); start with --discard-state to ignore it` });
+    problems.push({
+      path: at('version'),
+      message: `${path} was written by a newer router (version ${version}; this one reads up to ${STATE_VERSION}); start with --discard-state to ignore it`,
+    });
   }
   const epoch = doc['epoch'] ?? 0;
   if (typeof epoch !== 'number' || !Number.isInteger(epoch) || epoch < 0) problems.push({ path: at('epoch'), message: 'must be a non-negative integer' });
@@ -123,7 +130,7 @@ const TAIL = Buffer.from('\n  ]\n}\n');
 
 /** Writes all of `bytes`: a nearly full disk accepts part of a write, so loop, and fail when it takes nothing more. */
 async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
-  for (let off = 0; off < bytes.length; ) {
+  for (let off = 0; off < bytes.length;) {
     const { bytesWritten } = await fh.write(bytes, off, bytes.length - off);
     if (bytesWritten <= 0) throw new Error(`short write: ${off} of ${bytes.length} bytes written`);
     off += bytesWritten;

@@ -19,7 +19,17 @@ import { StateService } from './state.service.js';
 /** Enough pins for a write to span many slices and chunks (state-pins.ts). */
 const MANY = 200_000;
 
-const replica = (slot: string): StateReplica => ({ slot, host: 'h', devices: [0], address: '127.0.0.1', port: 8001, scheme: 'http', pid: null, launched_at: null, model: null });
+const replica = (slot: string): StateReplica => ({
+  slot,
+  host: 'h',
+  devices: [0],
+  address: '127.0.0.1',
+  port: 8001,
+  scheme: 'http',
+  pid: null,
+  launched_at: null,
+  model: null,
+});
 
 /** A StateService over a real directory and a real file, with hand-written fakes for the rest. */
 function setup(pins: number, path = join(mkdtempSync(join(tmpdir(), 'ar-statesvc-')), 'state.json')) {
@@ -99,10 +109,16 @@ describe('StateService writes', () => {
     s.svc.saveFleet([replica('h-a'), replica('h-b')]);
     await s.svc.settled();
     const f = s.file();
-    assert.deepEqual(f.replicas.map((r) => r.slot), ['h-a', 'h-b']);
+    assert.deepEqual(
+      f.replicas.map((r) => r.slot),
+      ['h-a', 'h-b'],
+    );
     assert.equal(f.sessions.length, MANY + 1);
     assert.deepEqual(f.sessions.at(-1), { id: 'on-b', replica: 'h-b' });
-    assert.deepEqual(s.logs.filter((l) => l['event'] === 'state_write_failed'), []);
+    assert.deepEqual(
+      s.logs.filter((l) => l['event'] === 'state_write_failed'),
+      [],
+    );
     assert.equal(s.tmpLeft(), false);
   });
 
@@ -112,7 +128,10 @@ describe('StateService writes', () => {
     await until(s.midWrite, 'the first write to be part-way through the pins');
     s.directory.pin('late', s.targets.a, s.clock.now());
     await s.svc.write();
-    assert.ok(s.file().sessions.some((p) => p.id === 'late'), 'the pin made during the first write is in the file');
+    assert.ok(
+      s.file().sessions.some((p) => p.id === 'late'),
+      'the pin made during the first write is in the file',
+    );
   });
 
   it('shutdown waits for a write in progress to finish', async () => {

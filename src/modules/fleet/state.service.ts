@@ -56,7 +56,10 @@ export class StateService implements OnApplicationShutdown {
     if (json === undefined) return undefined;
     const r = readStateFile('redis', () => json);
     if (r.kind !== 'ok') {
-      this.log.warn({ event: 'state_invalid', source: 'redis', problems: r.kind === 'invalid' ? r.problems : [] }, 'ignoring the unreadable fleet state in Redis');
+      this.log.warn(
+        { event: 'state_invalid', source: 'redis', problems: r.kind === 'invalid' ? r.problems : [] },
+        'ignoring the unreadable fleet state in Redis',
+      );
       return undefined;
     }
     return r.state;
@@ -73,7 +76,10 @@ export class StateService implements OnApplicationShutdown {
       return undefined;
     }
     if (this.config.discardState) {
-      this.log.warn({ event: 'state_discarded', path: this.path }, `--discard-state: not adopting the ${r.state.replicas.length} replicas recorded in ${this.path}`);
+      this.log.warn(
+        { event: 'state_discarded', path: this.path },
+        `--discard-state: not adopting the ${r.state.replicas.length} replicas recorded in ${this.path}`,
+      );
       this.epoch = r.state.epoch + 1;
       return undefined;
     }
@@ -148,7 +154,15 @@ export class StateService implements OnApplicationShutdown {
     const owned = new Set(this.fleet.map((r) => r.slot));
     const head: StateHead = { version: STATE_VERSION, epoch: this.epoch, written_at: new Date().toISOString(), replicas: this.fleet };
     try {
-      await writeStateFile(path, head, pinChunks(() => dir.openPass(), () => clock.now(), (t) => (owned.has(t.name) ? t.name : undefined)));
+      await writeStateFile(
+        path,
+        head,
+        pinChunks(
+          () => dir.openPass(),
+          () => clock.now(),
+          (t) => (owned.has(t.name) ? t.name : undefined),
+        ),
+      );
       this.writtenPins = version;
       if (this.lastError !== undefined) {
         this.log.info({ event: 'state_write_recovered', path }, `state file ${path} is written again`);

@@ -23,8 +23,7 @@ export class LauncherFactory implements OnModuleDestroy {
       host.ssh === null
         ? new LocalTransport()
         : new SshTransport(host, {
-            logger: (msg) =>
-              msg.startsWith('WARNING') ? this.logger.warn(`${host.name}: ${msg}`) : this.logger.log(`${host.name}: ${msg}`),
+            logger: (msg) => (msg.startsWith('WARNING') ? this.logger.warn(`${host.name}: ${msg}`) : this.logger.log(`${host.name}: ${msg}`)),
           });
     this.transports.set(host.name, transport);
     return transport;

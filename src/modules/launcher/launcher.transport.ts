@@ -74,13 +74,7 @@ export interface LauncherTransport {
 }
 
 /** Why a launcher operation failed. */
-export type LaunchErrorCode =
-  | 'spawn_failed'
-  | 'ssh_connect_failed'
-  | 'host_key_rejected'
-  | 'remote_command_failed'
-  | 'log_unwritable'
-  | 'stop_failed';
+export type LaunchErrorCode = 'spawn_failed' | 'ssh_connect_failed' | 'host_key_rejected' | 'remote_command_failed' | 'log_unwritable' | 'stop_failed';
 
 /** A launcher failure with a machine-readable code; the message never contains key material. */
 export class LaunchError extends Error {

@@ -29,7 +29,6 @@ function run(shell: string, line: string): { code: number | null; signal: string
   return { code: res.status, signal: res.signal, stdout: res.stdout, stderr: res.stderr };
 }
 
-
 function pgrpOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);

@@ -32,11 +32,7 @@ export function quotePath(path: string): string {
 }
 
 /** `env 'K=V'... 'argv0' 'arg'...` — env names are checked, argv[0] must not look like `K=V`. */
-function envPrefixedArgv(
-  argv: readonly string[],
-  env: Readonly<Record<string, string>>,
-  what: string,
-): string {
+function envPrefixedArgv(argv: readonly string[], env: Readonly<Record<string, string>>, what: string): string {
   if (argv.length === 0) throw new TypeError(`${what}: argv is empty (no program to run)`);
   if (argv[0].includes('=')) {
     throw new TypeError(`${what}: program ${JSON.stringify(argv[0])} contains '=', which env would read as a variable`);
@@ -162,7 +158,10 @@ export function buildTailLine(logPath: string, lines: number): string {
 
 /** The pid echoed by the launch line (its last non-empty output line), or null if it is not one. */
 export function parseEchoedPid(stdout: string): number | null {
-  const lines = stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   const last = lines.at(-1);
   if (last === undefined || !/^[0-9]{1,10}$/.test(last)) return null;
   const pid = Number(last);

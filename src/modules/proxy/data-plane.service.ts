@@ -109,7 +109,12 @@ export class DataPlaneService {
   private wait(ex: Exchange, sessionId: string, publish: boolean): void {
     const waiter = queuedExchange(ex, sessionId, publish, (d) => this.send(ex, d), this.admission.timeoutSeconds);
     if (!this.admission.enqueue(waiter)) {
-      return failExchange(ex, 'overloaded', 'rejected', `every replica is at its max_inflight and the router's queue is full (${this.config.queueMax} requests)`);
+      return failExchange(
+        ex,
+        'overloaded',
+        'rejected',
+        `every replica is at its max_inflight and the router's queue is full (${this.config.queueMax} requests)`,
+      );
     }
     ex.waiter = waiter;
   }

@@ -52,7 +52,10 @@ export function queuedExchange(ex: Exchange, sessionId: string, publish: boolean
  */
 export function answerInternalError(ex: Exchange, err: unknown, errors: InternalErrors, log: AppLogger): void {
   const count = errors.record('data_plane');
-  log.error({ event: 'internal_error', source: 'data_plane', reqId: ex.id, method: ex.req.method, path: ex.req.url, count, err }, 'internal error while handling a request');
+  log.error(
+    { event: 'internal_error', source: 'data_plane', reqId: ex.id, method: ex.req.method, path: ex.req.url, count, err },
+    'internal error while handling a request',
+  );
   try {
     ex.proxyReq?.destroy();
     failExchange(ex, 'internal_error', 'internal_error', `internal router error (request id ${ex.id})`);

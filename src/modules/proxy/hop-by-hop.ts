@@ -1,7 +1,18 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 
 /** Headers that describe one hop (RFC 9110 §7.6.1): never forwarded, in either direction. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'expect']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'expect',
+]);
 
 /**
  * The header names a `Connection` value lists beyond the fixed set (RFC 9110 §7.6.1: they are

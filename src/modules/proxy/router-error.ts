@@ -20,12 +20,7 @@ export function errorBody(code: RouterErrorCode, message?: string): string {
 }
 
 /** Write a router error unless the response has already started. */
-export function sendRouterError(
-  res: ServerResponse,
-  code: RouterErrorCode,
-  headers: Record<string, string>,
-  message?: string,
-): void {
+export function sendRouterError(res: ServerResponse, code: RouterErrorCode, headers: Record<string, string>, message?: string): void {
   if (res.headersSent || res.destroyed) return;
   const body = errorBody(code, message);
   const e = ROUTER_ERRORS[code];

@@ -5,7 +5,8 @@ import { createEndpoint } from './replica-endpoint.js';
 import { Replica } from './replica.js';
 import { RegistryService } from './registry.service.js';
 
-const replica = (name: string, port: number): Replica => new Replica(name, 'static', createEndpoint({ scheme: 'http', host: '127.0.0.1', port }), null, { ready: true });
+const replica = (name: string, port: number): Replica =>
+  new Replica(name, 'static', createEndpoint({ scheme: 'http', host: '127.0.0.1', port }), null, { ready: true });
 
 describe('RegistryService', () => {
   it('reindexes on removal and refuses duplicate names', () => {
@@ -13,7 +14,14 @@ describe('RegistryService', () => {
     for (let i = 0; i < 4; i++) reg.add(replica(`r${i}`, 9000 + i));
     assert.throws(() => reg.add(replica('r1', 9999)), /already registered/);
     reg.remove('r1');
-    assert.deepEqual(reg.list.map((r) => [r.name, r.index]), [['r0', 0], ['r2', 1], ['r3', 2]]);
+    assert.deepEqual(
+      reg.list.map((r) => [r.name, r.index]),
+      [
+        ['r0', 0],
+        ['r2', 1],
+        ['r3', 2],
+      ],
+    );
     assert.throws(() => reg.remove('r1'), /no replica named 'r1'/);
     reg.onModuleDestroy();
   });
@@ -29,7 +37,10 @@ describe('RegistryService', () => {
             reg.remove(`r${op.remove}`);
           }
           const idx = reg.list.map((r) => r.index);
-          assert.deepEqual(idx, idx.map((_, i) => i));
+          assert.deepEqual(
+            idx,
+            idx.map((_, i) => i),
+          );
           for (const r of reg.list) assert.equal(reg.get(r.name), r);
         }
         reg.onModuleDestroy();

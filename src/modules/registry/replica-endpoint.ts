@@ -50,7 +50,13 @@ function hostHeader(scheme: Scheme, host: string, port: number): string {
 export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
   // No maxSockets: every request is forwarded at once (SPEC §3, "no hidden concurrency cap");
   // an engine queues what it cannot batch, and `max_inflight` is the operator's cap when wanted.
-  const dataPlane = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: MAX_FREE_SOCKETS_PER_REPLICA, scheduling: 'lifo' as const, timeout: FREE_SOCKET_TIMEOUT_MS };
+  const dataPlane = {
+    keepAlive: true,
+    keepAliveMsecs: 1_000,
+    maxFreeSockets: MAX_FREE_SOCKETS_PER_REPLICA,
+    scheduling: 'lifo' as const,
+    timeout: FREE_SOCKET_TIMEOUT_MS,
+  };
   // Probes dial a fresh connection each time (one every few seconds): a kept-alive probe socket
   // would race the engine's idle timeout and turn a healthy replica's reset into a failed probe.
   const probes = { keepAlive: false };

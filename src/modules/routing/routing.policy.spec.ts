@@ -12,8 +12,7 @@ interface R extends RoutableView {
   load: number;
 }
 
-const table = (n: number): R[] =>
-  Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, full: false, load: 0 }));
+const table = (n: number): R[] => Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, full: false, load: 0 }));
 
 /** Applies decisions like RoutingService does, for sequence tests. */
 function routeMany(t: R[], sessions: string[], slack = 8): string[] {
@@ -149,7 +148,10 @@ describe('routing policy', () => {
   it('property: new sessions spread evenly over an idle fleet', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 5 }), (n, rounds) => {
-        const names = routeMany(table(n), Array.from({ length: n * rounds }, (_, i) => `s${i}`));
+        const names = routeMany(
+          table(n),
+          Array.from({ length: n * rounds }, (_, i) => `s${i}`),
+        );
         const counts = new Map<string, number>();
         for (const x of names) counts.set(x, (counts.get(x) ?? 0) + 1);
         for (let i = 0; i < n; i++) assert.equal(counts.get(`r${i}`), rounds);

@@ -46,11 +46,7 @@ export type Decision<R extends RoutableView> =
  * The routable replica with room minimising `(load, (index − counter) mod N, index)`, N being
  * the whole table, or undefined when none is routable and below its `max_inflight`.
  */
-export function leastOutstanding<R extends RoutableView>(
-  table: readonly R[],
-  counter: number,
-  exclude?: R,
-): R | undefined {
+export function leastOutstanding<R extends RoutableView>(table: readonly R[], counter: number, exclude?: R): R | undefined {
   const n = table.length;
   let best: R | undefined;
   let bestLoad = 0;
@@ -69,12 +65,7 @@ export function leastOutstanding<R extends RoutableView>(
 }
 
 /** Decide where a request of a session goes. */
-export function decide<R extends RoutableView>(
-  table: readonly R[],
-  counter: number,
-  pin: PinState<R>,
-  slack: number,
-): Decision<R> {
+export function decide<R extends RoutableView>(table: readonly R[], counter: number, pin: PinState<R>, slack: number): Decision<R> {
   const least = leastOutstanding(table, counter);
   if (least === undefined) return table.some((r) => r.routable) ? { kind: 'wait' } : { kind: 'none' };
   switch (pin.status) {

@@ -23,7 +23,8 @@ export class ReplicaView {
   @ApiProperty({ example: true, description: 'launched or adopted by this router' }) readonly owned!: boolean;
   @ApiProperty({ example: 0 }) readonly outstanding!: number;
   @ApiProperty({ example: 42 }) readonly routed!: number;
-  @ApiProperty({ example: 'launched', enum: ['static', 'launched', 'adopted', 'shared'], description: 'shared: led by another router (Redis scale-out)' }) readonly kind!: string;
+  @ApiProperty({ example: 'launched', enum: ['static', 'launched', 'adopted', 'shared'], description: 'shared: led by another router (Redis scale-out)' })
+  readonly kind!: string;
   @ApiProperty({ example: 'ready', enum: ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'] }) readonly state!: string;
   @ApiProperty({ example: 12, description: 'sessions pinned to it' }) readonly sessions!: number;
   @ApiProperty({ example: 'node-d0', nullable: true, type: String }) readonly slot!: string | null;

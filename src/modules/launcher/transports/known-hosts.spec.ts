@@ -28,13 +28,7 @@ describe('known_hosts checking', () => {
   });
 
   it('matches plain, comma-listed, [host]:port, wildcard and negated entries; compares type and key bytes', () => {
-    const text = [
-      '# comment',
-      '',
-      `gpu1,gpu2.example.com ${a.line}`,
-      `[10.0.0.7]:2222 ${a.line} comment here`,
-      `*.lab,!bad.lab ${a.line}`,
-    ].join('\n');
+    const text = ['# comment', '', `gpu1,gpu2.example.com ${a.line}`, `[10.0.0.7]:2222 ${a.line} comment here`, `*.lab,!bad.lab ${a.line}`].join('\n');
     assert.deepEqual(checkKnownHosts(text, 'gpu2.example.com', 22, a.blob), { kind: 'match', line: 3 });
     assert.deepEqual(checkKnownHosts(text, 'GPU1', 22, a.blob), { kind: 'match', line: 3 });
     assert.deepEqual(checkKnownHosts(text, '10.0.0.7', 2222, a.blob), { kind: 'match', line: 4 });
@@ -64,23 +58,27 @@ describe('known_hosts checking', () => {
     assert.equal(keyTypeOfBlob(Buffer.from([0, 0])), '');
   });
 
-  it('agrees with ssh-keygen on fingerprints and on hashed (|1|salt|hmac) entries', { skip: SSH_KEYGEN === undefined && 'ssh-keygen is not installed' }, async (t) => {
-    const keygen = SSH_KEYGEN ?? 'ssh-keygen';
-    const dir = await mkdtemp(join(tmpdir(), 'known-hosts-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    const pubFile = join(dir, 'key.pub');
-    await writeFile(pubFile, `${a.line}\n`);
-    const printed = execFileSync(keygen, ['-l', '-E', 'sha256', '-f', pubFile], { encoding: 'utf8' });
-    assert.ok(printed.includes(fingerprintSha256(a.blob)), `${printed} vs ${fingerprintSha256(a.blob)}`);
+  it(
+    'agrees with ssh-keygen on fingerprints and on hashed (|1|salt|hmac) entries',
+    { skip: SSH_KEYGEN === undefined && 'ssh-keygen is not installed' },
+    async (t) => {
+      const keygen = SSH_KEYGEN ?? 'ssh-keygen';
+      const dir = await mkdtemp(join(tmpdir(), 'known-hosts-'));
+      t.after(() => rm(dir, { recursive: true, force: true }));
+      const pubFile = join(dir, 'key.pub');
+      await writeFile(pubFile, `${a.line}\n`);
+      const printed = execFileSync(keygen, ['-l', '-E', 'sha256', '-f', pubFile], { encoding: 'utf8' });
+      assert.ok(printed.includes(fingerprintSha256(a.blob)), `${printed} vs ${fingerprintSha256(a.blob)}`);
 
-    const file = join(dir, 'known_hosts');
-    await writeFile(file, `[127.0.0.1]:2222 ${a.line}\ngpu9.example.com ${a.line}\n`);
-    execFileSync(keygen, ['-H', '-f', file], { stdio: 'ignore' });
-    const hashed = await readFile(file, 'utf8');
-    assert.ok(hashed.startsWith('|1|') && !hashed.includes('gpu9') && !hashed.includes('127.0.0.1'), hashed);
-    assert.equal(checkKnownHosts(hashed, '127.0.0.1', 2222, a.blob).kind, 'match');
-    assert.equal(checkKnownHosts(hashed, 'gpu9.example.com', 22, a.blob).kind, 'match');
-    assert.equal(checkKnownHosts(hashed, '127.0.0.1', 22, a.blob).kind, 'unknown');
-    assert.equal(checkKnownHosts(hashed, 'gpu9.example.com', 22, b.blob).kind, 'mismatch');
-  });
+      const file = join(dir, 'known_hosts');
+      await writeFile(file, `[127.0.0.1]:2222 ${a.line}\ngpu9.example.com ${a.line}\n`);
+      execFileSync(keygen, ['-H', '-f', file], { stdio: 'ignore' });
+      const hashed = await readFile(file, 'utf8');
+      assert.ok(hashed.startsWith('|1|') && !hashed.includes('gpu9') && !hashed.includes('127.0.0.1'), hashed);
+      assert.equal(checkKnownHosts(hashed, '127.0.0.1', 2222, a.blob).kind, 'match');
+      assert.equal(checkKnownHosts(hashed, 'gpu9.example.com', 22, a.blob).kind, 'match');
+      assert.equal(checkKnownHosts(hashed, '127.0.0.1', 22, a.blob).kind, 'unknown');
+      assert.equal(checkKnownHosts(hashed, 'gpu9.example.com', 22, b.blob).kind, 'mismatch');
+    },
+  );
 });

@@ -7,12 +7,22 @@ import { describe, it } from 'node:test';
 
 import { LaunchError, type LaunchSpec } from '../launcher.transport.js';
 import { LocalTransport } from './local.transport.js';
-import { killQuietly, listenerInGroup, processGone, replicaArgv, replicaTempDir, testHost, testSlot, waitFor, waitForReport, within } from './replica-process.fake.js';
+import {
+  killQuietly,
+  listenerInGroup,
+  processGone,
+  replicaArgv,
+  replicaTempDir,
+  testHost,
+  testSlot,
+  waitFor,
+  waitForReport,
+  within,
+} from './replica-process.fake.js';
 
 const host = testHost();
 const slot = testSlot(host);
 const baseEnv = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
-
 
 function spec(argv: string[], logPath: string, extra: Partial<LaunchSpec> = {}): LaunchSpec {
   return { slot, host, argv, env: baseEnv, logPath, ...extra };
@@ -151,10 +161,7 @@ describe('LocalTransport', () => {
   it('refuses to stop without a pid or stop_command, and never signals pid 0/1', async () => {
     const transport = new LocalTransport();
     for (const pid of [null, 0, 1, -5, process.pid]) {
-      await assert.rejects(
-        transport.stop({ pid, env: baseEnv, killAfterMs: 100 }),
-        (err: unknown) => err instanceof LaunchError && err.code === 'stop_failed',
-      );
+      await assert.rejects(transport.stop({ pid, env: baseEnv, killAfterMs: 100 }), (err: unknown) => err instanceof LaunchError && err.code === 'stop_failed');
     }
   });
 
@@ -211,7 +218,10 @@ describe('LocalTransport', () => {
     t.after(() => killQuietly(sleeper.pid));
     const other = await transport.identify(sleeper.pid!, group.port);
     assert.equal(other.proven, false);
-    assert.match(other.proven ? '' : other.reason, new RegExp(`neither pid ${sleeper.pid} nor its process group holds the socket listening on port ${group.port}`));
+    assert.match(
+      other.proven ? '' : other.reason,
+      new RegExp(`neither pid ${sleeper.pid} nor its process group holds the socket listening on port ${group.port}`),
+    );
     const none = await transport.identify(group.leader, group.closedPort);
     assert.match(none.proven ? '' : none.reason, new RegExp(`no socket listens on port ${group.closedPort}`));
     const done = spawn('true', [], { stdio: 'ignore' });

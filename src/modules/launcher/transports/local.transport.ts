@@ -69,7 +69,10 @@ export class LocalTransport implements LauncherTransport {
     }
     const cwd = spec.workdir === undefined ? undefined : localPath(spec.workdir);
     if (cwd !== undefined) {
-      const isDir = await stat(cwd).then((s) => s.isDirectory(), () => false);
+      const isDir = await stat(cwd).then(
+        (s) => s.isDirectory(),
+        () => false,
+      );
       if (!isDir) {
         throw new LaunchError('spawn_failed', `slot ${slot}: workdir ${cwd} does not exist or is not a directory`);
       }
@@ -100,9 +103,8 @@ export class LocalTransport implements LauncherTransport {
         child.once('spawn', started);
         child.once('error', failed);
       }).catch((err: unknown) => {
-        const why = (err as NodeJS.ErrnoException).code === 'ENOENT'
-          ? 'no such program (not an existing path, nor found on the PATH of the given env)'
-          : describe(err);
+        const why =
+          (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such program (not an existing path, nor found on the PATH of the given env)' : describe(err);
         throw new LaunchError('spawn_failed', `slot ${slot}: cannot start '${program}': ${why}`);
       });
       child.on('error', () => undefined); // later errors (e.g. a failed kill) must not crash the router
@@ -185,7 +187,9 @@ export class LocalTransport implements LauncherTransport {
         clearTimeout(timer);
         const tail = output.trim() === '' ? '(no output)' : output.trim().slice(-OUTPUT_TAIL_CHARS);
         if (timedOut) {
-          fail(new LaunchError('stop_failed', `stop_command '${program}' did not finish within ${this.stopCommandTimeoutMs} ms and was killed; output: ${tail}`));
+          fail(
+            new LaunchError('stop_failed', `stop_command '${program}' did not finish within ${this.stopCommandTimeoutMs} ms and was killed; output: ${tail}`),
+          );
         } else if (code !== 0) {
           const how = code === null ? `was killed by ${signal ?? 'a signal'}` : `exited with code ${code}`;
           fail(new LaunchError('stop_failed', `stop_command '${program}' ${how}; output: ${tail}`));

@@ -8,7 +8,7 @@ import type { PidIdentity } from '../launcher.transport.js';
 
 function errnoCode(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err) {
-    const code = (err).code;
+    const code = err.code;
     return typeof code === 'string' ? code : undefined;
   }
   return undefined;

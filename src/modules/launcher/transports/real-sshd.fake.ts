@@ -108,10 +108,12 @@ export async function startRealSshd(): Promise<RealSshd | null> {
     stderr = (stderr + chunk.toString('utf8')).slice(-4000);
   });
   let exited = false;
-  const gone = new Promise<void>((resolve) => sshd.once('exit', () => {
-    exited = true;
-    resolve();
-  }));
+  const gone = new Promise<void>((resolve) =>
+    sshd.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
 
   const stop = async (): Promise<void> => {
     sshd.stdin.end(); // the watchdog kills sshd and exits once it is gone

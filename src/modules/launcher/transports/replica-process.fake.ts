@@ -67,13 +67,17 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | fals
 
 /** Wait until the local log holds the replica's report. */
 export function waitForReport(logPath: string, timeoutMs = 10_000): Promise<ReplicaReport> {
-  return waitFor(`the replica report in ${logPath}`, () => {
-    try {
-      return parseReport(readFileSync(logPath, 'utf8'));
-    } catch {
-      return undefined;
-    }
-  }, timeoutMs);
+  return waitFor(
+    `the replica report in ${logPath}`,
+    () => {
+      try {
+        return parseReport(readFileSync(logPath, 'utf8'));
+      } catch {
+        return undefined;
+      }
+    },
+    timeoutMs,
+  );
 }
 
 /**

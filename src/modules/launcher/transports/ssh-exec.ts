@@ -131,7 +131,8 @@ export class SshExecutor {
 
   private release(): void {
     const next = this.queue.shift();
-    if (next !== undefined) next(); // hand the permit over
+    if (next !== undefined)
+      next(); // hand the permit over
     else this.active--;
   }
 }

@@ -9,17 +9,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
 import { realSshdUnavailableReason, startRealSshd, type RealSshd } from './real-sshd.fake.js';
-import {
-  killQuietly,
-  parseReport,
-  processGone,
-  replicaArgv,
-  replicaTempDir,
-  testHost,
-  testSlot,
-  waitFor,
-  type ReplicaReport,
-} from './replica-process.fake.js';
+import { killQuietly, parseReport, processGone, replicaArgv, replicaTempDir, testHost, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
 import { SshTransport } from './ssh.transport.js';
 
 const unavailable = realSshdUnavailableReason();
@@ -119,4 +109,3 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
     });
   });
 });
-

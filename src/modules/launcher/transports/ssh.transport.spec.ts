@@ -8,17 +8,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
-import {
-  killQuietly,
-  parseReport,
-  processGone,
-  replicaArgv,
-  replicaTempDir,
-  testHost,
-  testSlot,
-  waitFor,
-  type ReplicaReport,
-} from './replica-process.fake.js';
+import { killQuietly, parseReport, processGone, replicaArgv, replicaTempDir, testHost, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
 import { parseSshDestination } from './ssh-connection.js';
 import { ed25519KeyPair } from './ssh-keys.fake.js';
 import { startSshServer, type TestSshServer } from './ssh-server.fake.js';
@@ -42,7 +32,6 @@ function transportFor(t: TestContext, host: HostSpec, opts: SshTransportOptions 
   t.after(() => transport.close());
   return transport;
 }
-
 
 /** Poll the remote log through the transport until the replica's report line appears. */
 function remoteReport(transport: SshTransport, logPath: string): Promise<ReplicaReport> {
@@ -159,7 +148,10 @@ describe('SshTransport against an in-process ssh2 server', () => {
     const report = await remoteReport(transport, logPath);
     assert.deepEqual(report.argv, ['--model', evil]);
     assert.equal(existsSync(pwned), false, `${pwned} must not be created`);
-    assert.ok(server.execLog.some((l) => l.includes(`'llama $(touch ${pwned}); touch`)), 'the word was sent single-quoted');
+    assert.ok(
+      server.execLog.some((l) => l.includes(`'llama $(touch ${pwned}); touch`)),
+      'the word was sent single-quoted',
+    );
   });
 
   it('cds into a workdir with spaces before nohup', async (t) => {

@@ -58,7 +58,11 @@ export class SshTransport implements LauncherTransport {
     this.where = this.connection.where;
     this.pollIntervalMs = opts.pollIntervalMs ?? 250;
     this.afterKillWaitMs = opts.afterKillWaitMs ?? 2_000;
-    this.executor = new SshExecutor(() => this.connection.get(), () => this.connection.forget(), opts.commandTimeoutMs ?? 60_000);
+    this.executor = new SshExecutor(
+      () => this.connection.get(),
+      () => this.connection.forget(),
+      opts.commandTimeoutMs ?? 60_000,
+    );
   }
 
   /** Start the replica detached on the remote host; resolves with the pid the shell echoed. */
