@@ -218,7 +218,19 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   const plan = quick ? quickPlan() : fullPlan();
   if (durationOverride !== null) {
     const d = durationOverride;
-    Object.assign(plan, { warmupS: Math.min(plan.warmupS, d), fixedWarmupS: Math.min(plan.fixedWarmupS, d), throughputS: d, latency1S: d, rounds: 1, fixedLoadS: d, routingS: d, profileS: d, productionS: d, productionCompareS: Math.min(plan.productionCompareS, d), productionRampS: Math.min(plan.productionRampS, d) });
+    Object.assign(plan, {
+      warmupS: Math.min(plan.warmupS, d),
+      fixedWarmupS: Math.min(plan.fixedWarmupS, d),
+      throughputS: d,
+      latency1S: d,
+      rounds: 1,
+      fixedLoadS: d,
+      routingS: d,
+      profileS: d,
+      productionS: d,
+      productionCompareS: Math.min(plan.productionCompareS, d),
+      productionRampS: Math.min(plan.productionRampS, d),
+    });
   }
   const sub = quick ? 'quick' : '';
   return {

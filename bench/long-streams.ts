@@ -58,10 +58,7 @@ async function measure(ctx: BenchContext, base: string, pid: number): Promise<Lo
   const t0 = performance.now();
   const streams = Array.from({ length: plan.longStreams }, () => openStream(agent, url, streamBody(plan.longTokens, hexId(random))));
   const deadline = Math.max(30_000, plan.longItlMs * 10);
-  const opened = await Promise.race([
-    Promise.all(streams.map((s) => s.firstEvent)).then(() => true),
-    sleep(deadline).then(() => false),
-  ]);
+  const opened = await Promise.race([Promise.all(streams.map((s) => s.firstEvent)).then(() => true), sleep(deadline).then(() => false)]);
   const openS = (performance.now() - t0) / 1000;
   let peakRss = 0;
   let peakFds = 0;
@@ -93,7 +90,9 @@ async function measure(ctx: BenchContext, base: string, pid: number): Promise<Lo
     allOpened: opened,
     completedWithDone: results.length - bad.length,
     failed: bad.length,
-    failures: bad.slice(0, 5).map((r) => `status ${r.status}, ${r.eventsAt.length} events, complete ${r.complete}, [DONE] ${r.sawDone}${r.error ? `, ${r.error}` : ''}`),
+    failures: bad
+      .slice(0, 5)
+      .map((r) => `status ${r.status}, ${r.eventsAt.length} events, complete ${r.complete}, [DONE] ${r.sawDone}${r.error ? `, ${r.error}` : ''}`),
     rssAfterMiB: round(after.rssMiB, 1),
   };
 }

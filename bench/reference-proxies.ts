@@ -77,7 +77,17 @@ export async function startHaproxy(ctx: BenchContext, haproxyPath: string, upstr
  * Starts the plain Node pipe proxy in front of `upstreamPorts` (`nodeArgs` before the script, e.g.
  * profiling; `env` e.g. `NODE_PROXY_MAX_SOCKETS`).
  */
-export async function startNodeProxy(upstreamPorts: readonly number[], nodeArgs: readonly string[] = [], env: Record<string, string> = {}): Promise<ProxyProcess> {
+export async function startNodeProxy(
+  upstreamPorts: readonly number[],
+  nodeArgs: readonly string[] = [],
+  env: Record<string, string> = {},
+): Promise<ProxyProcess> {
   const port = await freePort();
-  return startChild('the plain node proxy', process.execPath, [...nodeArgs, NODE_PROXY, String(port), ...upstreamPorts.map(String)], `http://127.0.0.1:${port}`, env);
+  return startChild(
+    'the plain node proxy',
+    process.execPath,
+    [...nodeArgs, NODE_PROXY, String(port), ...upstreamPorts.map(String)],
+    `http://127.0.0.1:${port}`,
+    env,
+  );
 }

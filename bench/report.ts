@@ -57,7 +57,11 @@ function widths(t: Table): number[] {
 /** A table as aligned plain text (stdout). */
 export function tableText(t: Table): string {
   const w = widths(t);
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(w[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(w[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [t.title, line(t.columns), w.map((n) => '-'.repeat(n)).join('  '), ...t.rows.map(line)].join('\n');
 }
 
@@ -92,7 +96,16 @@ export function printScenario(r: ScenarioResult): void {
 export function writeScenarioFiles(opts: BenchOptions, r: ScenarioResult, meta: Record<string, unknown>): void {
   mkdirSync(opts.resultsDir, { recursive: true });
   mkdirSync(opts.chartsDir, { recursive: true });
-  const doc = { scenario: r.id, title: r.title, mode: opts.quick ? 'quick' : 'full', ...meta, targets: r.targets, notes: r.notes, tables: r.tables, data: r.data };
+  const doc = {
+    scenario: r.id,
+    title: r.title,
+    mode: opts.quick ? 'quick' : 'full',
+    ...meta,
+    targets: r.targets,
+    notes: r.notes,
+    tables: r.tables,
+    data: r.data,
+  };
   writeFileSync(join(opts.resultsDir, `${r.id}.json`), `${JSON.stringify(doc, null, 2)}\n`);
   for (const c of r.charts) writeFileSync(join(opts.chartsDir, `${c.file}.svg`), renderBarChart(c));
 }
@@ -120,7 +133,10 @@ export function writeReport(opts: BenchOptions, machine: MachineInfo, ran: reado
     '|---|---|---|---|---|---|---|---|',
     `| ${machine.nproc} | ${machine.cpuModel} | ${machine.memoryGiB} GiB | ${machine.kernel} | ${machine.node} | ${machine.nginx} | ${machine.wrk} | ${machine.haproxy} |`,
     '',
-    `Load average (1/5/15 min) at the start: ${machine.loadAtStart.join(' / ')}; at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}.` +
+    `Load average (1/5/15 min) at the start: ${machine.loadAtStart.join(' / ')}; at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')}.` +
       (machine.loadAtStart[0] !== undefined && machine.loadAtStart[0] > machine.nproc / 2
         ? ' **The machine was busy with other work when the run started: absolute numbers are pessimistic; ratios measured back to back are more robust.**'
         : ''),

@@ -20,7 +20,16 @@ import { machineInfo, printScenario, tableText, targetsTable, writeReport, write
 import type { BenchContext, Scenario, ScenarioResult, ToolSet } from './scenario.js';
 
 /** Every scenario, in run order. */
-export const SCENARIOS: readonly Scenario[] = [throughputScenario, fixedLoadScenario, streamingScenario, sessionsScenario, routingScenario, profileScenario, productionScenario, stateFileScenario];
+export const SCENARIOS: readonly Scenario[] = [
+  throughputScenario,
+  fixedLoadScenario,
+  streamingScenario,
+  sessionsScenario,
+  routingScenario,
+  profileScenario,
+  productionScenario,
+  stateFileScenario,
+];
 
 /** Hand-written discussion appended to the report when present. */
 const ANALYSIS_FILE = join(BENCH_DIR, 'analysis.md');
@@ -42,7 +51,15 @@ export function findTool(name: string): string | null {
 
 function failedResult(s: Scenario, err: unknown): ScenarioResult {
   const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  return { id: s.id, title: `${s.title} (FAILED)`, tables: [], targets: [], charts: [], notes: [`The scenario crashed: ${message.split('\n').slice(0, 6).join(' / ')}`], data: { error: message } };
+  return {
+    id: s.id,
+    title: `${s.title} (FAILED)`,
+    tables: [],
+    targets: [],
+    charts: [],
+    notes: [`The scenario crashed: ${message.split('\n').slice(0, 6).join(' / ')}`],
+    data: { error: message },
+  };
 }
 
 async function runAll(opts: BenchOptions): Promise<number> {

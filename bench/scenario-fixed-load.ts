@@ -42,7 +42,11 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     }
     if (ctx.tools.nginx === null) notes.push('nginx is not installed: its row is skipped.');
     else {
-      const nginx = await startNginx(ctx, ctx.tools.nginx, sims.map((s) => s.port));
+      const nginx = await startNginx(
+        ctx,
+        ctx.tools.nginx,
+        sims.map((s) => s.port),
+      );
       try {
         rows.push(await measure(ctx, 'nginx', nginx.url, bodies));
       } finally {
@@ -67,7 +71,21 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     tables: [
       {
         title: `(b) ${plan.fixedRate} req/s offered for ${plan.fixedLoadS} s, non-streaming ~1 KB chat`,
-        columns: ['target', 'sent', 'ok', 'errors', 'non-2xx', 'achieved req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'added p50 ms', 'added p99 ms', 'gen lag p99 ms'],
+        columns: [
+          'target',
+          'sent',
+          'ok',
+          'errors',
+          'non-2xx',
+          'achieved req/s',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'max ms',
+          'added p50 ms',
+          'added p99 ms',
+          'gen lag p99 ms',
+        ],
         rows: rows.map(({ target, result: r }) => [
           target,
           String(r.sent),

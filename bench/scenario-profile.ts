@@ -65,7 +65,16 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   let plain: Profiled;
   let router: Profiled;
   try {
-    plain = await profiled(ctx, 'node pipe', (args) => startNodeProxy(sims.map((s) => s.port), args), bodies);
+    plain = await profiled(
+      ctx,
+      'node pipe',
+      (args) =>
+        startNodeProxy(
+          sims.map((s) => s.port),
+          args,
+        ),
+      bodies,
+    );
     router = await profiled(ctx, 'router', (args) => startRouter(ctx, sims, [], args), bodies);
   } finally {
     await stopSims(sims);
@@ -79,7 +88,16 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
       {
         title: `(p) Throughput under the profiler, ${THROUGHPUT_CONNECTIONS} connections`,
         columns: ['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'busy', 'CPU µs/request'],
-        rows: [plain, router].map((p) => [p.name, fmt(p.load.rps, 0), fmt(p.load.p50Ms, 3), fmt(p.load.p99Ms, 3), String(p.load.errors), String(p.load.non2xx), pct(p.profile.busyShare), fmt(busyUsPerRequest(p), 0)]),
+        rows: [plain, router].map((p) => [
+          p.name,
+          fmt(p.load.rps, 0),
+          fmt(p.load.p50Ms, 3),
+          fmt(p.load.p99Ms, 3),
+          String(p.load.errors),
+          String(p.load.non2xx),
+          pct(p.profile.busyShare),
+          fmt(busyUsPerRequest(p), 0),
+        ]),
       },
       {
         title: `(p) Router CPU by owner (load phase ${fmt(router.profile.durationMs / 1000, 1)} s), next to the plain Node proxy`,

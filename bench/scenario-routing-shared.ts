@@ -93,7 +93,8 @@ export interface SharedMissing {
 /** Target (8): the 2-router hit rate within {@link SHARED_TOLERANCE} of the single-router one (a crashed row fails it). */
 export function sharedTarget(single: number | undefined, shared: number | undefined, missing: SharedMissing | null): TargetCheck {
   const target = `(8) 2-router hit rate equal to single-router affinity (|Δ| ≤ ${SHARED_TOLERANCE} absolute)`;
-  if (single === undefined || shared === undefined) return { target, measured: missing?.reason ?? 'not measured', pass: missing?.crashed === true ? false : null };
+  if (single === undefined || shared === undefined)
+    return { target, measured: missing?.reason ?? 'not measured', pass: missing?.crashed === true ? false : null };
   const delta = shared - single;
   const ratio = single === 0 ? NaN : shared / single;
   return {
@@ -104,7 +105,12 @@ export function sharedTarget(single: number | undefined, shared: number | undefi
 }
 
 /** The note under the table describing the two-router row (or why it was skipped). */
-export function sharedNote(missing: SharedMissing | null, decisions: Record<string, number> | undefined, perRouter: readonly number[] | undefined, sessions: number): string {
+export function sharedNote(
+  missing: SharedMissing | null,
+  decisions: Record<string, number> | undefined,
+  perRouter: readonly number[] | undefined,
+  sessions: number,
+): string {
   if (missing !== null) return `Row "${SHARED_ROW}" ${missing.crashed ? 'failed' : 'skipped'}: ${missing.reason}.`;
   const seen = Object.entries(decisions ?? {})
     .sort((a, b) => b[1] - a[1])

@@ -9,7 +9,16 @@ import type { SimProcess } from '../test/support/sim-process.js';
 import { answerText, Conversation, defaultChatWorkload, planChat, sharedPreamble, type ChatWorkloadSpec } from './chat-workload.js';
 import { loadAgent, post } from './open-loop.js';
 import { startRouter, startSims, stopSims } from './processes.js';
-import { routerSet, SHARED_ROW, sharedNote, sharedTarget, startBenchRedis, startSharedRouters, type RouterSet, type SharedMissing } from './scenario-routing-shared.js';
+import {
+  routerSet,
+  SHARED_ROW,
+  sharedNote,
+  sharedTarget,
+  startBenchRedis,
+  startSharedRouters,
+  type RouterSet,
+  type SharedMissing,
+} from './scenario-routing-shared.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
 import { fmt, round, roundSummary, summarize, type Summary } from './stats.js';
 import { CHAT_PATH } from './workload.js';
@@ -18,7 +27,20 @@ import { CHAT_PATH } from './workload.js';
 export const POLICIES = ['affinity', 'round-robin', 'least-outstanding'] as const;
 
 /** Simulator flags of scenario (e): KV model sized so 3 replicas hold the working set, 1 does not. */
-export const ROUTING_SIM_ARGS = ['--prefill-ms-per-token', '0.5', '--ttft-base-ms', '5', '--itl-ms', '5', '--block-size', '16', '--kv-blocks', '1200', '--max-running', '8'];
+export const ROUTING_SIM_ARGS = [
+  '--prefill-ms-per-token',
+  '0.5',
+  '--ttft-base-ms',
+  '5',
+  '--itl-ms',
+  '5',
+  '--block-size',
+  '16',
+  '--kv-blocks',
+  '1200',
+  '--max-running',
+  '8',
+];
 const REPLICAS = 3;
 
 /** One policy's numbers. */
@@ -104,7 +126,14 @@ async function drive(bases: readonly string[], spec: ChatWorkloadSpec): Promise<
   });
   await Promise.all([...conversations.values()].map((c) => c.last));
   agent.destroy();
-  return { sent: turns.length, ok, failed, waitedForPrevious: waited, completedPerS: lastEnd > t0 ? ok / ((lastEnd - t0) / 1000) : 0, client: summarize(latencies) };
+  return {
+    sent: turns.length,
+    ok,
+    failed,
+    waitedForPrevious: waited,
+    completedPerS: lastEnd > t0 ? ok / ((lastEnd - t0) / 1000) : 0,
+    client: summarize(latencies),
+  };
 }
 
 /** Conversations seen on more than one replica, from the simulators' `by_session` counts. */
@@ -115,7 +144,12 @@ function splitSessions(stats: ReadonlyArray<{ by_session: Record<string, number>
 }
 
 /** One row: fresh simulators, the routers `start` returns, the workload, then the simulators' stats. */
-async function runRow(ctx: BenchContext, policy: string, spec: ChatWorkloadSpec, start: (sims: readonly SimProcess[]) => Promise<RouterSet>): Promise<PolicyRow> {
+async function runRow(
+  ctx: BenchContext,
+  policy: string,
+  spec: ChatWorkloadSpec,
+  start: (sims: readonly SimProcess[]) => Promise<RouterSet>,
+): Promise<PolicyRow> {
   const sims: SimProcess[] = await startSims(REPLICAS, ROUTING_SIM_ARGS, 'e');
   try {
     const routers = await start(sims);
@@ -173,7 +207,8 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const { plan } = ctx.options;
   const spec = defaultChatWorkload(plan.routingRate, plan.routingS);
   const rows: PolicyRow[] = [];
-  for (const policy of POLICIES) rows.push(await runRow(ctx, policy, spec, async (sims) => routerSet([await startRouter(ctx, sims, ['--routing-policy', policy])])));
+  for (const policy of POLICIES)
+    rows.push(await runRow(ctx, policy, spec, async (sims) => routerSet([await startRouter(ctx, sims, ['--routing-policy', policy])])));
   const shared = await runSharedRow(ctx, spec);
   const missing = 'crashed' in shared ? shared : null;
   if ('crashed' in shared) ctx.log(`e: ${SHARED_ROW}: no row, ${shared.reason}`);
@@ -199,7 +234,20 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     tables: [
       {
         title: `(e) Multi-turn chat, ${spec.rate} req/s offered, ${REPLICAS} KV-cache simulators`,
-        columns: ['policy', 'sent', 'ok', 'failed', 'done req/s', 'hit rate', 'sim TTFT mean ms', 'sim TTFT p99 ms', 'client mean ms', 'client p99 ms', 'requests per replica', 'sessions on >1 replica'],
+        columns: [
+          'policy',
+          'sent',
+          'ok',
+          'failed',
+          'done req/s',
+          'hit rate',
+          'sim TTFT mean ms',
+          'sim TTFT p99 ms',
+          'client mean ms',
+          'client p99 ms',
+          'requests per replica',
+          'sessions on >1 replica',
+        ],
         rows: rows.map((r) => [
           r.policy,
           String(r.sent),
@@ -211,13 +259,19 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
           fmt(r.simTtftP99Ms, 1),
           fmt(r.client.mean, 1),
           fmt(r.client.p99, 1),
-          Object.entries(r.perReplica).map(([k, v]) => `${k}:${v}`).join(' '),
+          Object.entries(r.perReplica)
+            .map(([k, v]) => `${k}:${v}`)
+            .join(' '),
           String(r.splitSessions),
         ]),
       },
     ],
     targets: [
-      { target: '(e) affinity hit rate ≥ 1.5× round-robin', measured: `${fmt(hitRatio, 2)}× (${fmt(aff?.hitRate, 3)} vs ${fmt(rr?.hitRate, 3)})`, pass: Number.isNaN(hitRatio) ? null : hitRatio >= 1.5 },
+      {
+        target: '(e) affinity hit rate ≥ 1.5× round-robin',
+        measured: `${fmt(hitRatio, 2)}× (${fmt(aff?.hitRate, 3)} vs ${fmt(rr?.hitRate, 3)})`,
+        pass: Number.isNaN(hitRatio) ? null : hitRatio >= 1.5,
+      },
       {
         target: '(e) affinity mean TTFT lower than round-robin and least-outstanding',
         measured: `${fmt(aff?.simTtftMeanMs, 1)} ms vs ${fmt(rr?.simTtftMeanMs, 1)} / ${fmt(lo?.simTtftMeanMs, 1)} ms`,
@@ -226,7 +280,13 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
       sharedTarget(aff?.hitRate, two?.hitRate, missing),
     ],
     charts: [
-      { file: 'e-hit-rate', title: '(e) KV-cache hit rate by policy', unit: 'cached / prompt tokens', categories: rows.map((r) => r.policy), series: [{ name: 'hit rate', values: rows.map((r) => r.hitRate) }] },
+      {
+        file: 'e-hit-rate',
+        title: '(e) KV-cache hit rate by policy',
+        unit: 'cached / prompt tokens',
+        categories: rows.map((r) => r.policy),
+        series: [{ name: 'hit rate', values: rows.map((r) => r.hitRate) }],
+      },
       {
         file: 'e-ttft',
         title: '(e) Simulator TTFT by policy',
@@ -239,7 +299,14 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
       },
     ],
     notes,
-    data: { spec, simArgs: ROUTING_SIM_ARGS, sharedMissing: missing, sessions, requests: turns.length, rows: rows.map((r) => ({ ...r, hitRate: round(r.hitRate, 4), client: roundSummary(r.client) })) },
+    data: {
+      spec,
+      simArgs: ROUTING_SIM_ARGS,
+      sharedMissing: missing,
+      sessions,
+      requests: turns.length,
+      rows: rows.map((r) => ({ ...r, hitRate: round(r.hitRate, 4), client: roundSummary(r.client) })),
+    },
   };
 }
 

@@ -71,8 +71,34 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     tables: [
       {
         title: `(d) SessionDirectory with ${n} sessions`,
-        columns: ['sessions', 'RSS growth MiB', 'heap growth MiB', 'bytes/session', 'insert ns/op', 'lookup+touch ns/op (best of 3)', 'median of 3', 'bare Map get+delete+set ns/op', 'bare Map get ns/op', 'router idle RSS MiB', 'router + 1M est. MiB'],
-        rows: [[String(r.sessions), fmt(r.rssGrowthMiB, 1), fmt(r.heapGrowthMiB, 1), fmt(r.bytesPerSession, 0), fmt(r.insertNsPerOp, 0), fmt(r.lookupTouchNsPerOp, 0), fmt(r.lookupTouchMedianNsPerOp, 0), fmt(r.bareMapTouchNsPerOp, 0), fmt(r.bareMapGetNsPerOp, 0), fmt(idle, 1), fmt(estimate, 1)]],
+        columns: [
+          'sessions',
+          'RSS growth MiB',
+          'heap growth MiB',
+          'bytes/session',
+          'insert ns/op',
+          'lookup+touch ns/op (best of 3)',
+          'median of 3',
+          'bare Map get+delete+set ns/op',
+          'bare Map get ns/op',
+          'router idle RSS MiB',
+          'router + 1M est. MiB',
+        ],
+        rows: [
+          [
+            String(r.sessions),
+            fmt(r.rssGrowthMiB, 1),
+            fmt(r.heapGrowthMiB, 1),
+            fmt(r.bytesPerSession, 0),
+            fmt(r.insertNsPerOp, 0),
+            fmt(r.lookupTouchNsPerOp, 0),
+            fmt(r.lookupTouchMedianNsPerOp, 0),
+            fmt(r.bareMapTouchNsPerOp, 0),
+            fmt(r.bareMapGetNsPerOp, 0),
+            fmt(idle, 1),
+            fmt(estimate, 1),
+          ],
+        ],
       },
     ],
     targets: [

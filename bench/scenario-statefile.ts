@@ -51,7 +51,10 @@ const TEMPLATE = chatBodies(1, 1024, 7)[0] ?? '';
 const TEMPLATE_ID = /"session_id":"([0-9a-f]+)"/.exec(TEMPLATE)?.[1] ?? '';
 
 /** Bodies with a new session each: 32-character ids like the router's own, distinct per router and phase. */
-const newSessions = (tag: string) => (i: number): string => TEMPLATE.replace(TEMPLATE_ID, `${tag}${i.toString(16).padStart(32 - tag.length, '0')}`);
+const newSessions =
+  (tag: string) =>
+  (i: number): string =>
+    TEMPLATE.replace(TEMPLATE_ID, `${tag}${i.toString(16).padStart(32 - tag.length, '0')}`);
 
 /** One timed window on `row`'s router; counts the state file's replacements meanwhile. */
 async function measure(ctx: BenchContext, row: Row, durationS: number, tag: string): Promise<Window> {
@@ -72,7 +75,9 @@ async function measure(ctx: BenchContext, row: Row, durationS: number, tag: stri
 /** Runs statefile-child.ts: the old and the new writer alone with `pins` pins. */
 function writerAlone(ctx: BenchContext, pins: number): Promise<StateFileChildReport> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', STATEFILE_CHILD, String(pins), String(CHILD_WRITES), join(ctx.tmpDir, 'writer-alone')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--expose-gc', STATEFILE_CHILD, String(pins), String(CHILD_WRITES), join(ctx.tmpDir, 'writer-alone')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     track(child);
     let out = '';
     let err = '';
@@ -156,9 +161,50 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     `The writer alone (statefile-child.ts, run first, in its own process with --expose-gc; a full GC before each write so one write's garbage is not collected in the next one's window): the same SessionDirectory of ${n} pins written ${CHILD_WRITES} times the old way (every pin into an array, \`JSON.stringify(state, null, 2)\`, writeSync/fsyncSync/renameSync on the event loop, restated from the code item 4 replaced) and ${CHILD_WRITES} times the new way, alternating after two warm-up writes each; "event loop held" = the longest interval between ticks of perf_hooks.monitorEventLoopDelay at 1 ms resolution (a hold of H ms reads H to H + 1).`,
     `At SIGTERM the router with the file drained, stopped its replica (which releases its pins) and wrote the file a last time: ${fmt(shutdown.ms / 1000, 1)} s from SIGTERM to exit, the file then lists ${shutdown.replicas} replicas and ${shutdown.pins} pins.`,
   ];
-  const summary = rows.map((row) => [row.label, fmt(median(row.windows.map((w) => w.result.latency.p50)), 3), fmt(p99(row), 3), fmt(p99(row) / p99(without), 2), fmt(p99(row) / p99(control), 2), fmt(lagMax(row), 1), fmt(median(row.windows.map((w) => w.lagP99Ms)), 1), fmt(median(row.windows.map((w) => w.cpu)), 2)]);
-  const cols = ['target', 'round', 'sent', 'ok', 'errors', 'non-2xx', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'loop lag max ms', 'loop lag p99 ms', 'router CPU s/s', 'pins held', 'flushes'];
-  const cells = (row: Row, w: Window, r: number): string[] => [row.label, String(r), String(w.result.sent), String(w.result.ok), String(w.result.errors), String(w.result.non2xx), fmt(w.result.latency.p50, 3), fmt(w.result.latency.p90, 3), fmt(w.result.latency.p99, 3), fmt(w.result.latency.max, 3), fmt(w.lagMaxMs, 1), fmt(w.lagP99Ms, 1), fmt(w.cpu, 2), String(w.pins), row.stateFile === undefined ? '' : String(w.flushes)];
+  const summary = rows.map((row) => [
+    row.label,
+    fmt(median(row.windows.map((w) => w.result.latency.p50)), 3),
+    fmt(p99(row), 3),
+    fmt(p99(row) / p99(without), 2),
+    fmt(p99(row) / p99(control), 2),
+    fmt(lagMax(row), 1),
+    fmt(median(row.windows.map((w) => w.lagP99Ms)), 1),
+    fmt(median(row.windows.map((w) => w.cpu)), 2),
+  ]);
+  const cols = [
+    'target',
+    'round',
+    'sent',
+    'ok',
+    'errors',
+    'non-2xx',
+    'p50 ms',
+    'p90 ms',
+    'p99 ms',
+    'max ms',
+    'loop lag max ms',
+    'loop lag p99 ms',
+    'router CPU s/s',
+    'pins held',
+    'flushes',
+  ];
+  const cells = (row: Row, w: Window, r: number): string[] => [
+    row.label,
+    String(r),
+    String(w.result.sent),
+    String(w.result.ok),
+    String(w.result.errors),
+    String(w.result.non2xx),
+    fmt(w.result.latency.p50, 3),
+    fmt(w.result.latency.p90, 3),
+    fmt(w.result.latency.p99, 3),
+    fmt(w.result.latency.max, 3),
+    fmt(w.lagMaxMs, 1),
+    fmt(w.lagP99Ms, 1),
+    fmt(w.cpu, 2),
+    String(w.pins),
+    row.stateFile === undefined ? '' : String(w.flushes),
+  ];
   return {
     id: 's-statefile',
     title: 'State file with 1,000,000 pinned sessions',
@@ -167,20 +213,56 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
         title: `(s) the writer alone: ${n} pins in a SessionDirectory, ${CHILD_WRITES} writes each way, medians (loop max = the worst write)`,
         columns: ['writer', 'wall ms', 'CPU ms', 'event loop held max ms', 'file MiB'],
         rows: [
-          ['before: array + JSON.stringify(…, null, 2) + writeSync/fsyncSync on the loop', fmt(alone.old.wallMs, 0), fmt(alone.old.cpuMs, 0), fmt(alone.old.loopMaxMs, 1), fmt(alone.old.fileMiB, 1)],
-          ['now: openPass slices + PinEncoder + fs/promises', fmt(alone.now.wallMs, 0), fmt(alone.now.cpuMs, 0), fmt(alone.now.loopMaxMs, 1), fmt(alone.now.fileMiB, 1)],
+          [
+            'before: array + JSON.stringify(…, null, 2) + writeSync/fsyncSync on the loop',
+            fmt(alone.old.wallMs, 0),
+            fmt(alone.old.cpuMs, 0),
+            fmt(alone.old.loopMaxMs, 1),
+            fmt(alone.old.fileMiB, 1),
+          ],
+          [
+            'now: openPass slices + PinEncoder + fs/promises',
+            fmt(alone.now.wallMs, 0),
+            fmt(alone.now.cpuMs, 0),
+            fmt(alone.now.loopMaxMs, 1),
+            fmt(alone.now.fileMiB, 1),
+          ],
         ],
       },
-      { title: `(s) summary over ${rounds} round(s): medians of the rounds' percentiles, largest lag max`, columns: ['target', 'p50 ms', 'p99 ms', 'p99 ÷ without', 'p99 ÷ control', 'loop lag max ms', 'loop lag p99 ms', 'router CPU s/s'], rows: summary },
-      { title: `(s) ${plan.fixedRate} req/s, a new session per request, ${windowS} s per window, with and without --state-file`, columns: cols, rows: rows.flatMap((row) => row.windows.map((w, i) => cells(row, w, i + 1))) },
+      {
+        title: `(s) summary over ${rounds} round(s): medians of the rounds' percentiles, largest lag max`,
+        columns: ['target', 'p50 ms', 'p99 ms', 'p99 ÷ without', 'p99 ÷ control', 'loop lag max ms', 'loop lag p99 ms', 'router CPU s/s'],
+        rows: summary,
+      },
+      {
+        title: `(s) ${plan.fixedRate} req/s, a new session per request, ${windowS} s per window, with and without --state-file`,
+        columns: cols,
+        rows: rows.flatMap((row) => row.windows.map((w, i) => cells(row, w, i + 1))),
+      },
     ],
     targets: [
-      { target: `(s) event-loop lag max ≤ ${LAG_TARGET_MS} ms while ${n} pinned sessions are flushed`, measured: `${fmt(lagMax(withFile), 1)} ms over ${flushes} flushes (same load without --state-file: ${fmt(lagMax(without), 1)} ms; control: ${fmt(lagMax(control), 1)} ms); the writer alone: ${fmt(alone.now.loopMaxMs, 1)} ms (before: ${fmt(alone.old.loopMaxMs, 0)} ms)`, pass: lagMax(withFile) <= LAG_TARGET_MS && flushes > 0 },
-      { target: `(s) request p99 with --state-file ≤ ${P99_TARGET_RATIO}× without`, measured: `${fmt(ratio, 2)}× (${fmt(p99(withFile), 3)} vs ${fmt(p99(without), 3)} ms), ${errors} errors (÷ control: ${fmt(p99(withFile) / p99(control), 2)}×)`, pass: ratio <= P99_TARGET_RATIO && errors === 0 },
+      {
+        target: `(s) event-loop lag max ≤ ${LAG_TARGET_MS} ms while ${n} pinned sessions are flushed`,
+        measured: `${fmt(lagMax(withFile), 1)} ms over ${flushes} flushes (same load without --state-file: ${fmt(lagMax(without), 1)} ms; control: ${fmt(lagMax(control), 1)} ms); the writer alone: ${fmt(alone.now.loopMaxMs, 1)} ms (before: ${fmt(alone.old.loopMaxMs, 0)} ms)`,
+        pass: lagMax(withFile) <= LAG_TARGET_MS && flushes > 0,
+      },
+      {
+        target: `(s) request p99 with --state-file ≤ ${P99_TARGET_RATIO}× without`,
+        measured: `${fmt(ratio, 2)}× (${fmt(p99(withFile), 3)} vs ${fmt(p99(without), 3)} ms), ${errors} errors (÷ control: ${fmt(p99(withFile) / p99(control), 2)}×)`,
+        pass: ratio <= P99_TARGET_RATIO && errors === 0,
+      },
     ],
     charts: [],
     notes,
-    data: { writerAlone: alone, rounds: rows.map((r) => ({ label: r.label, windows: r.windows.map((w) => ({ ...w, result: { ...w.result, latency: roundSummary(w.result.latency), lag: roundSummary(w.result.lag) } })) })), p99Ratio: ratio, shutdown },
+    data: {
+      writerAlone: alone,
+      rounds: rows.map((r) => ({
+        label: r.label,
+        windows: r.windows.map((w) => ({ ...w, result: { ...w.result, latency: roundSummary(w.result.latency), lag: roundSummary(w.result.lag) } })),
+      })),
+      p99Ratio: ratio,
+      shutdown,
+    },
   };
 }
 

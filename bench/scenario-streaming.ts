@@ -77,7 +77,11 @@ async function runSequential(ctx: BenchContext, notes: string[]): Promise<Stream
     }
     if (ctx.tools.nginx === null) notes.push('nginx is not installed: its streaming row is skipped.');
     else {
-      const nginx = await startNginx(ctx, ctx.tools.nginx, sims.map((s) => s.port));
+      const nginx = await startNginx(
+        ctx,
+        ctx.tools.nginx,
+        sims.map((s) => s.port),
+      );
       try {
         rows.push(await sequential(ctx, 'nginx', nginx.url));
       } finally {
@@ -113,7 +117,10 @@ function summarizeStreaming(ctx: BenchContext, rows: StreamRow[], long: LongStre
   const targets: TargetCheck[] = [
     {
       target: '(c) router adds ≤ 1 ms to time-to-first-byte (p50)',
-      measured: `${fmtDelta(addedTtfbP50, 3)} ms (p99 ${fmtDelta(d((r) => r.ttfb.p99, router), 3)} ms)`,
+      measured: `${fmtDelta(addedTtfbP50, 3)} ms (p99 ${fmtDelta(
+        d((r) => r.ttfb.p99, router),
+        3,
+      )} ms)`,
       pass: Number.isNaN(addedTtfbP50) ? null : addedTtfbP50 <= 1,
     },
     {
@@ -133,25 +140,63 @@ function summarizeStreaming(ctx: BenchContext, rows: StreamRow[], long: LongStre
     tables: [
       {
         title: `(c) ${plan.streamCount} sequential streams, ${plan.streamTokens} chunks, --itl-ms ${plan.streamItlMs}`,
-        columns: ['target', 'failed', 'headers p50 ms', 'TTFB p50 ms', 'TTFB p99 ms', 'added TTFB p50', 'added TTFB p99', 'gap p50 ms', 'gap p99 ms', 'gap max ms', 'added gap p99'],
+        columns: [
+          'target',
+          'failed',
+          'headers p50 ms',
+          'TTFB p50 ms',
+          'TTFB p99 ms',
+          'added TTFB p50',
+          'added TTFB p99',
+          'gap p50 ms',
+          'gap p99 ms',
+          'gap max ms',
+          'added gap p99',
+        ],
         rows: rows.map((r) => [
           r.target,
           String(r.failed),
           fmt(r.headers.p50, 3),
           fmt(r.ttfb.p50, 3),
           fmt(r.ttfb.p99, 3),
-          r.target === 'direct' ? '' : fmtDelta(d((x) => x.ttfb.p50, r), 3),
-          r.target === 'direct' ? '' : fmtDelta(d((x) => x.ttfb.p99, r), 3),
+          r.target === 'direct'
+            ? ''
+            : fmtDelta(
+                d((x) => x.ttfb.p50, r),
+                3,
+              ),
+          r.target === 'direct'
+            ? ''
+            : fmtDelta(
+                d((x) => x.ttfb.p99, r),
+                3,
+              ),
           fmt(r.gap.p50, 3),
           fmt(r.gap.p99, 3),
           fmt(r.gap.max, 3),
-          r.target === 'direct' ? '' : fmtDelta(d((x) => x.gap.p99, r), 3),
+          r.target === 'direct'
+            ? ''
+            : fmtDelta(
+                d((x) => x.gap.p99, r),
+                3,
+              ),
         ]),
       },
       {
         title: `(c) ${long.streams} concurrent long streams through the router`,
         columns: ['idle RSS MiB', 'idle fds', 'peak RSS MiB', 'peak fds', 'all open after s', 'completed with [DONE]', 'failed', 'RSS after MiB'],
-        rows: [[fmt(long.idleRssMiB, 1), String(long.idleFds), fmt(long.peakRssMiB, 1), String(long.peakFds), fmt(long.openS, 2), `${long.completedWithDone}/${long.streams}`, String(long.failed), fmt(long.rssAfterMiB, 1)]],
+        rows: [
+          [
+            fmt(long.idleRssMiB, 1),
+            String(long.idleFds),
+            fmt(long.peakRssMiB, 1),
+            String(long.peakFds),
+            fmt(long.openS, 2),
+            `${long.completedWithDone}/${long.streams}`,
+            String(long.failed),
+            fmt(long.rssAfterMiB, 1),
+          ],
+        ],
       },
     ],
     targets,

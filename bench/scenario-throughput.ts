@@ -91,7 +91,15 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
       }
       try {
         const ep = await t.start();
-        live.push({ name: t.name, url: ep.url, stop: () => ep.stop(), throughput: [], oneConnection: [], perReplica: {}, ...(ep.pid === undefined ? {} : { pid: ep.pid }) });
+        live.push({
+          name: t.name,
+          url: ep.url,
+          stop: () => ep.stop(),
+          throughput: [],
+          oneConnection: [],
+          perReplica: {},
+          ...(ep.pid === undefined ? {} : { pid: ep.pid }),
+        });
       } catch (e: unknown) {
         // The comparison rows are optional: a proxy that cannot start is reported, not fatal.
         if (t.name === 'direct' || t.name === 'router') throw e;
@@ -132,7 +140,9 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
       });
     }
     if (rounds > 1) {
-      notes.push(`The targets ran interleaved in ${rounds} rounds (${tputS} s at ${THROUGHPUT_CONNECTIONS} connections, then ${oneS} s at 1 connection, per target per round), so background load on the shared machine hits every row alike; req/s = all requests ÷ all seconds, percentiles = median of the rounds' percentiles.`);
+      notes.push(
+        `The targets ran interleaved in ${rounds} rounds (${tputS} s at ${THROUGHPUT_CONNECTIONS} connections, then ${oneS} s at 1 connection, per target per round), so background load on the shared machine hits every row alike; req/s = all requests ÷ all seconds, percentiles = median of the rounds' percentiles.`,
+      );
     }
   } finally {
     for (const l of live) await l.stop();
@@ -152,8 +162,12 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
   const added = (r?: ThroughputRow): number => (r && direct ? r.oneConnection.p50Ms - direct.oneConnection.p50Ms : NaN);
   const tool = rows[0]?.throughput.tool ?? 'wrk';
   if (tool === 'autocannon') notes.push('wrk is not installed: autocannon measured these rows (1 ms latency resolution: sub-ms differences are not visible).');
-  notes.push(`Direct hits one simulator; the router and nginx spread the load over ${ctx.options.sims}. Bodies: ${bodies.length} sessions, ${Buffer.byteLength(bodies[0] ?? '')} bytes each, \`session_id\` as the last body field; simulators answer at once (no ITL).`);
-  notes.push(`nginx: ${NGINX_SETTINGS}. haproxy: ${HAPROXY_SETTINGS}. "node pipe" = bench/node-proxy.ts, the plainest node:http reverse proxy (keep-alive agent, round-robin, req.pipe/res.pipe, no body buffering or session logic): the ceiling of one Node process here, for calibration. Router: \`--log-level warn\` (no per-request log line), default policy (affinity).`);
+  notes.push(
+    `Direct hits one simulator; the router and nginx spread the load over ${ctx.options.sims}. Bodies: ${bodies.length} sessions, ${Buffer.byteLength(bodies[0] ?? '')} bytes each, \`session_id\` as the last body field; simulators answer at once (no ITL).`,
+  );
+  notes.push(
+    `nginx: ${NGINX_SETTINGS}. haproxy: ${HAPROXY_SETTINGS}. "node pipe" = bench/node-proxy.ts, the plainest node:http reverse proxy (keep-alive agent, round-robin, req.pipe/res.pipe, no body buffering or session logic): the ceiling of one Node process here, for calibration. Router: \`--log-level warn\` (no per-request log line), default policy (affinity).`,
+  );
   const tput = {
     title: `(a) Throughput, ${THROUGHPUT_CONNECTIONS} connections, non-streaming ~1 KB chat (${tool})`,
     columns: ['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', '× direct', 'requests per replica', 'RSS MiB'],
@@ -165,7 +179,9 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
       String(r.throughput.errors),
       String(r.throughput.non2xx),
       fmt(direct ? r.throughput.rps / direct.throughput.rps : NaN, 2),
-      Object.entries(r.perReplica).map(([k, v]) => `${k}:${v}`).join(' '),
+      Object.entries(r.perReplica)
+        .map(([k, v]) => `${k}:${v}`)
+        .join(' '),
       r.rssMiB === undefined ? '' : fmt(r.rssMiB, 1),
     ]),
   };
@@ -214,7 +230,13 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
     targets,
     notes,
     charts: [
-      { file: 'a-throughput', title: `(a) Throughput at ${THROUGHPUT_CONNECTIONS} connections`, unit: 'req/s', categories: names, series: [{ name: 'req/s', values: rows.map((r) => r.throughput.rps) }] },
+      {
+        file: 'a-throughput',
+        title: `(a) Throughput at ${THROUGHPUT_CONNECTIONS} connections`,
+        unit: 'req/s',
+        categories: names,
+        series: [{ name: 'req/s', values: rows.map((r) => r.throughput.rps) }],
+      },
       {
         file: 'a-latency-1conn',
         title: '(a) Latency at 1 connection',
@@ -226,7 +248,14 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
         ],
       },
     ],
-    data: { connections: THROUGHPUT_CONNECTIONS, sims: ctx.options.sims, bodyBytes: Buffer.byteLength(bodies[0] ?? ''), sessions: bodies.length, rows, ratios: { routerVsDirect, routerVsNginx, nginxVsDirect: ratio(nginx, direct) } },
+    data: {
+      connections: THROUGHPUT_CONNECTIONS,
+      sims: ctx.options.sims,
+      bodyBytes: Buffer.byteLength(bodies[0] ?? ''),
+      sessions: bodies.length,
+      rows,
+      ratios: { routerVsDirect, routerVsNginx, nginxVsDirect: ratio(nginx, direct) },
+    },
   };
 }
 

@@ -43,7 +43,7 @@ function oldWrite(path: string, dir: SessionDirectory<PinTarget>): void {
   const bytes = Buffer.from(JSON.stringify({ version: 1, epoch: 0, written_at: new Date().toISOString(), replicas: [], sessions }, null, 2) + '\n');
   const tmp = `${path}.old.tmp`;
   const fd = openSync(tmp, 'w', 0o600);
-  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
   fsyncSync(fd);
   closeSync(fd);
   renameSync(tmp, path);
@@ -77,7 +77,13 @@ async function measure(write: () => Promise<void> | void): Promise<Run> {
 
 function summary(runs: readonly Run[], path: string): WriterReport {
   const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-  return { writes: runs.length, wallMs: med(runs.map((r) => r.wallMs)), cpuMs: med(runs.map((r) => r.cpuMs)), loopMaxMs: Math.max(...runs.map((r) => r.loopMaxMs)), fileMiB: statSync(path).size / 2 ** 20 };
+  return {
+    writes: runs.length,
+    wallMs: med(runs.map((r) => r.wallMs)),
+    cpuMs: med(runs.map((r) => r.cpuMs)),
+    loopMaxMs: Math.max(...runs.map((r) => r.loopMaxMs)),
+    fileMiB: statSync(path).size / 2 ** 20,
+  };
 }
 
 async function main(): Promise<void> {
@@ -93,7 +99,16 @@ async function main(): Promise<void> {
   const oldPath = join(out, 'old.json');
   const newPath = join(out, 'new.json');
   const head = { version: 1, epoch: 0, written_at: new Date().toISOString(), replicas: [] };
-  const writeNew = (): Promise<void> => writeStateFile(newPath, head, pinChunks(() => dir.openPass(), () => 0, (t) => t.name));
+  const writeNew = (): Promise<void> =>
+    writeStateFile(
+      newPath,
+      head,
+      pinChunks(
+        () => dir.openPass(),
+        () => 0,
+        (t) => t.name,
+      ),
+    );
   // Warm both code paths (the JIT), then alternate so drift on a shared machine hits both alike.
   for (let i = 0; i < 2; i++) {
     oldWrite(oldPath, dir);

@@ -39,7 +39,8 @@ export async function startRouter(configFile: string, flags: readonly string[]):
   try {
     await waitUntil(
       async () => {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`router exited (${child.exitCode ?? child.signalCode}):\n${out.slice(-2000)}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`router exited (${child.exitCode ?? child.signalCode}):\n${out.slice(-2000)}`);
         if (!(await answers(`${url}/readyz`))) return false;
         const r = await simRequest(`${url}${CHAT_PATH}`, { method: 'POST', body: Buffer.from(body), timeoutMs: 5_000 }).catch(() => undefined);
         return r?.status === 200;
@@ -72,7 +73,11 @@ export async function scrape(url: string): Promise<{ lagMaxMs: number; lagP99Ms:
   const r = await simRequest(`${url}/metrics`, { timeoutMs: 300_000 });
   const { samples } = parseProm(r.body.toString('utf8'));
   const get = (name: string): number => samples.find((s) => s.name === name)?.value ?? NaN;
-  return { lagMaxMs: get('nodejs_eventloop_lag_max_seconds') * 1000, lagP99Ms: get('nodejs_eventloop_lag_p99_seconds') * 1000, cpuS: get('process_cpu_seconds_total') };
+  return {
+    lagMaxMs: get('nodejs_eventloop_lag_max_seconds') * 1000,
+    lagP99Ms: get('nodejs_eventloop_lag_p99_seconds') * 1000,
+    cpuS: get('process_cpu_seconds_total'),
+  };
 }
 
 /** Adds `n` pins on `slot` to the state file a router wrote (what it would hold after serving `n` sessions). */
@@ -114,13 +119,23 @@ export async function fleetConfig(ctx: BenchContext, host: string): Promise<stri
  * A router that adopted `n` pins: a first router launches the replica and records it in the state
  * file, is SIGKILLed (the replica survives), the pins are appended, and a second router adopts both.
  */
-export async function adoptedRouter(ctx: BenchContext, host: string, n: number, flags: readonly string[], pids: Array<number | undefined>): Promise<{ router: Router; stateFile: string }> {
+export async function adoptedRouter(
+  ctx: BenchContext,
+  host: string,
+  n: number,
+  flags: readonly string[],
+  pids: Array<number | undefined>,
+): Promise<{ router: Router; stateFile: string }> {
   const stateFile = join(ctx.tmpDir, host, 'state.json');
   const config = await fleetConfig(ctx, host);
   const first = await startRouter(config, [...flags, '--state-file', stateFile]);
   const pid = await replicaPid(first.url);
   pids.push(pid);
-  await waitUntil(() => (JSON.parse(readFileSync(stateFile, 'utf8')) as { replicas: Array<{ pid: number | null }> }).replicas[0]?.pid === pid, 10_000, 'the replica in the state file');
+  await waitUntil(
+    () => (JSON.parse(readFileSync(stateFile, 'utf8')) as { replicas: Array<{ pid: number | null }> }).replicas[0]?.pid === pid,
+    10_000,
+    'the replica in the state file',
+  );
   first.child.kill('SIGKILL');
   await stopChild(first.child, 10_000);
   seed(stateFile, `${host}-d0`, n);

@@ -67,7 +67,9 @@ export function renderBarChart(chart: BarChart): string {
     out.push(`<line x1="${PAD.left}" y1="${yy}" x2="${W - PAD.right}" y2="${yy}" stroke="#e0e0e0"/>`);
     out.push(`<text x="${PAD.left - 6}" y="${yy + 4}" text-anchor="end" fill="#444">${label(v)}</text>`);
   }
-  out.push(`<text x="16" y="${PAD.top + plotH / 2}" transform="rotate(-90 16 ${PAD.top + plotH / 2})" text-anchor="middle" fill="#444">${esc(chart.unit)}</text>`);
+  out.push(
+    `<text x="16" y="${PAD.top + plotH / 2}" transform="rotate(-90 16 ${PAD.top + plotH / 2})" text-anchor="middle" fill="#444">${esc(chart.unit)}</text>`,
+  );
   const groupW = plotW / Math.max(1, chart.categories.length);
   const n = Math.max(1, chart.series.length);
   const barW = Math.min(60, (groupW * 0.8) / n);
@@ -84,7 +86,9 @@ export function renderBarChart(chart: BarChart): string {
       }
       const yy = y(v);
       const color = COLORS[si % COLORS.length] ?? '#888';
-      out.push(`<rect x="${x.toFixed(1)}" y="${yy.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(y(0) - yy).toFixed(1)}" fill="${color}"><title>${esc(`${s.name} ${cat}: ${label(v)} ${chart.unit}`)}</title></rect>`);
+      out.push(
+        `<rect x="${x.toFixed(1)}" y="${yy.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${(y(0) - yy).toFixed(1)}" fill="${color}"><title>${esc(`${s.name} ${cat}: ${label(v)} ${chart.unit}`)}</title></rect>`,
+      );
       out.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${(yy - 4).toFixed(1)}" text-anchor="middle" font-size="10">${label(v)}</text>`);
     });
     const cx = PAD.left + groupW * ci + groupW / 2;

@@ -10,7 +10,10 @@ export const CHAT_PATH = '/v1/chat/completions';
 /** A 32-lowercase-hex id from `random` (the shape of the router's minted ids). */
 export function hexId(random: () => number): string {
   let s = '';
-  for (let i = 0; i < 4; i++) s += Math.floor(random() * 0x1_0000_0000).toString(16).padStart(8, '0');
+  for (let i = 0; i < 4; i++)
+    s += Math.floor(random() * 0x1_0000_0000)
+      .toString(16)
+      .padStart(8, '0');
   return s;
 }
 
