@@ -16,6 +16,12 @@ import { DataPlaneService } from './modules/proxy/data-plane.service.js';
 
 /** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 75_000;
+/**
+ * Pending connections the kernel holds for the listener (capped by net.core.somaxconn, 4096 on
+ * current kernels). Node accepts about one connection per event-loop turn, so under thousands of
+ * streams Node's default of 511 filled and new clients' SYNs were dropped (bench w).
+ */
+const LISTEN_BACKLOG = 4_096;
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const doc = new DocumentBuilder()
@@ -76,7 +82,7 @@ export async function startRouter(config: RouterConfig, opts: AppOptions = {}): 
   const log = app.get<AppLogger>(APP_LOGGER);
   for (const w of config.warnings) log.warn(w);
   await app.init();
-  await app.listen({ host: config.listenHost, port: config.listenPort });
+  await app.listen({ host: config.listenHost, port: config.listenPort, backlog: LISTEN_BACKLOG });
   app.get(LifecycleService).markRunning();
   const url = await app.getUrl();
   if (/:0$/.test(config.advertiseUrl)) app.get(LeaderService).setAdvertiseUrl(url);
