@@ -4,9 +4,8 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { RouterConfig } from '../../config/router-config.js';
 import { LeaderService } from '../cluster/leader.service.js';
-import { createEndpoint } from '../registry/replica-endpoint.js';
-import { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
+import { recordedReplica } from './recorded-replica.js';
 import { readStateFile } from './state-file.js';
 
 const MIRROR_EVERY_MS = 1_000;
@@ -62,21 +61,8 @@ export class FleetMirror {
     }
     for (const e of wanted.values()) {
       if (this.registry.get(e.slot) !== undefined) continue;
-      const r = new Replica(
-        e.slot,
-        'shared',
-        createEndpoint({ scheme: e.scheme, host: e.address, port: e.port }),
-        {
-          slot: e.slot,
-          host: e.host,
-          devices: e.devices,
-          pid: e.pid,
-          logPath: '',
-          launchedAt: e.launched_at ?? new Date().toISOString(),
-          ...(e.model !== null ? { model: e.model } : {}),
-        },
-        { ready: false, everReady: true, maxInflight: this.config.hosts.find((h) => h.name === e.host)?.maxInflight },
-      );
+      const maxInflight = this.config.hosts.find((h) => h.name === e.host)?.maxInflight;
+      const r = recordedReplica(e, 'shared', { host: e.host, devices: e.devices, pid: e.pid, logPath: '' }, { ready: false, maxInflight });
       this.registry.add(r);
     }
   }

@@ -7,13 +7,13 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { LauncherFactory } from '../launcher/launcher.factory.js';
 import type { PidIdentity } from '../launcher/launcher.transport.js';
-import { createEndpoint } from '../registry/replica-endpoint.js';
-import { Replica } from '../registry/replica.js';
+import type { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { FleetBook } from './fleet-book.js';
 import type { LaunchRecord } from './launch-record.js';
+import { recordedReplica } from './recorded-replica.js';
 import { ReplicaLauncher } from './replica-launcher.js';
 import { ReplicaStopper } from './replica-stopper.js';
 import type { Capacity, SlotTable } from './slot-table.js';
@@ -167,22 +167,8 @@ export class FleetService {
     const host = this.hostOf(slot);
     const holder = this.book.holder('adopt');
     if (!this.book.slots.reserve(slot.name, holder)) return undefined;
-    const replica = new Replica(
-      slot.name,
-      'adopted',
-      createEndpoint({ scheme: entry.scheme, host: entry.address, port: entry.port }),
-      {
-        slot: slot.name,
-        host: host.name,
-        devices: slot.devices,
-        pid,
-        logPath: posix.join(host.logDir, `${slot.name}.log`),
-        launchedAt: entry.launched_at ?? new Date().toISOString(),
-        ...(entry.model !== null ? { model: entry.model } : {}),
-      },
-      // An existing server: `unready` until its checks pass, never `launching`.
-      { ready, everReady: true, maxInflight: host.maxInflight },
-    );
+    const logPath = posix.join(host.logDir, `${slot.name}.log`);
+    const replica = recordedReplica(entry, 'adopted', { host: host.name, devices: slot.devices, pid, logPath }, { ready, maxInflight: host.maxInflight });
     this.launcher.recordFor(replica, host, slot, holder);
     this.book.stats.adoptions++;
     return replica;
