@@ -1,4 +1,5 @@
 import { RecencyList } from './recency-list.js';
+import { TargetTable } from './target-table.js';
 
 /**
  * Which replica last served which prompt prefix (SPEC §4.1): block hash → target, LRU-capped at
@@ -32,8 +33,7 @@ export class PrefixIndex<T extends object> {
   private epochOf = new Int32Array(INITIAL_CAPACITY);
   private readonly order = new RecencyList(INITIAL_CAPACITY);
   private nextSlot = 0;
-  private readonly targets: T[] = [];
-  private readonly targetIds = new Map<T, number>();
+  private readonly targets = new TargetTable<T>();
   /** Per target id: entries written under an older epoch are released. */
   private readonly epochs: number[] = [];
   /** Entries dropped to stay within `maxBlocks`. */
@@ -61,7 +61,7 @@ export class PrefixIndex<T extends object> {
       if (s === undefined || this.hashOf[s] !== h) continue;
       const tid = this.targetOf[s];
       if (this.epochOf[s] !== this.epochs[tid]) continue;
-      return { target: this.targets[tid], blocks: i + 1 };
+      return { target: this.targets.at(tid), blocks: i + 1 };
     }
     return undefined;
   }
@@ -88,7 +88,7 @@ export class PrefixIndex<T extends object> {
 
   /** Every entry of `target` reads as a miss from now on (drain, removal). */
   release(target: T): void {
-    const tid = this.targetIds.get(target);
+    const tid = this.targets.find(target);
     if (tid !== undefined) this.epochs[tid]++;
   }
 
@@ -106,13 +106,8 @@ export class PrefixIndex<T extends object> {
   }
 
   private targetId(t: T): number {
-    let id = this.targetIds.get(t);
-    if (id === undefined) {
-      id = this.targets.length;
-      this.targets.push(t);
-      this.targetIds.set(t, id);
-      this.epochs.push(0);
-    }
+    const id = this.targets.intern(t);
+    if (id === this.epochs.length) this.epochs.push(0);
     return id;
   }
 

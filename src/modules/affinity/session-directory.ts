@@ -1,4 +1,5 @@
 import { RecencyList } from './recency-list.js';
+import { TargetTable } from './target-table.js';
 
 /**
  * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (SPEC §4).
@@ -59,8 +60,7 @@ export class SessionDirectory<T extends PinTarget> {
   private idOf: string[] = [];
   private readonly freeSlots: number[] = [];
   private nextSlot = 0;
-  private readonly targets: T[] = [];
-  private readonly targetIds = new Map<T, number>();
+  private readonly targets = new TargetTable<T>();
   /** Entries whose pin was released but that are still in the map. */
   private stale = 0;
   /** Slots handed out since the open pass began (it leaves their entries to the next pass). */
@@ -107,10 +107,10 @@ export class SessionDirectory<T extends PinTarget> {
 
   /** Pin (or re-pin) `id` to `target` and mark it used now. */
   pin(id: string, target: T, now: number): void {
-    const tid = this.targetId(target);
+    const tid = this.targets.intern(target);
     const s = this.map.get(id);
     if (s !== undefined) {
-      const oldTarget = this.targets[this.targetOf[s]];
+      const oldTarget = this.targets.at(this.targetOf[s]);
       const wasLive = this.epochOf[s] === oldTarget.pinEpoch;
       if (oldTarget !== target || !wasLive) {
         this.version++;
@@ -207,7 +207,7 @@ export class SessionDirectory<T extends PinTarget> {
     const next = (now: number, max: number, visit: (id: string, target: T) => boolean): boolean => {
       for (const end = Math.min(this.nextSlot, s + max); s < end; s++) {
         const id = this.idOf[s];
-        if (id !== '' && this.isLive(s) && now - this.lastUsedOf[s] <= this.ttlMs && !born.has(s) && !visit(id, this.targets[this.targetOf[s]])) return true;
+        if (id !== '' && this.isLive(s) && now - this.lastUsedOf[s] <= this.ttlMs && !born.has(s) && !visit(id, this.targets.at(this.targetOf[s]))) return true;
       }
       return s < this.nextSlot;
     };
@@ -231,7 +231,7 @@ export class SessionDirectory<T extends PinTarget> {
   }
 
   private statusOf(s: number, now: number): PinLookup<T> {
-    const target = this.targets[this.targetOf[s]];
+    const target = this.targets.at(this.targetOf[s]);
     if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
     const lastUsed = this.lastUsedOf[s];
     if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
@@ -239,7 +239,7 @@ export class SessionDirectory<T extends PinTarget> {
   }
 
   private isLive(s: number): boolean {
-    return this.epochOf[s] === this.targets[this.targetOf[s]].pinEpoch;
+    return this.epochOf[s] === this.targets.at(this.targetOf[s]).pinEpoch;
   }
 
   private drop(s: number): void {
@@ -252,19 +252,9 @@ export class SessionDirectory<T extends PinTarget> {
 
   /** Account for an entry leaving its target (removed or re-pointed). */
   private forget(s: number): void {
-    const t = this.targets[this.targetOf[s]];
+    const t = this.targets.at(this.targetOf[s]);
     if (this.epochOf[s] === t.pinEpoch) t.pins--;
     else this.stale--;
-  }
-
-  private targetId(t: T): number {
-    let id = this.targetIds.get(t);
-    if (id === undefined) {
-      id = this.targets.length;
-      this.targets.push(t);
-      this.targetIds.set(t, id);
-    }
-    return id;
   }
 
   private allocate(): number {
