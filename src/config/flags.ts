@@ -46,35 +46,21 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] a
 
 /** The flag table (SPEC §1), in the order `--help` lists it. */
 export const FLAGS = [
-  flag('config', 'string', undefined, 'config file: JSON, or YAML when it ends in .yaml/.yml (required)', {
-    aliases: ['--replicas'],
-  }),
+  flag('config', 'string', undefined, 'config file: JSON, or YAML when it ends in .yaml/.yml (required)', { aliases: ['--replicas'] }),
   flag('host', 'string', '0.0.0.0', 'address to listen on', { check: checkHostAddress }),
   flag('port', 'port', '8000', 'port to listen on (0 = any free port)'),
   flag('health-interval', 'seconds', '5', 'seconds between health probes of a replica', { file: 'health.interval' }),
   flag('health-timeout', 'seconds', '2', 'seconds a health probe may take', { file: 'health.timeout' }),
   flag('health-path', 'string', '/health', 'path probed on every replica', { file: 'health.path', check: checkHealthPath }),
-  flag('health-fall', 'count', '2', 'consecutive failed probes that make a ready replica unready', {
-    min: 1,
-    file: 'health.fall',
-  }),
-  flag('health-rise', 'count', '1', 'consecutive good probes that make an unready replica ready', {
-    min: 1,
-    file: 'health.rise',
-  }),
+  flag('health-fall', 'count', '2', 'consecutive failed probes that make a ready replica unready', { min: 1, file: 'health.fall' }),
+  flag('health-rise', 'count', '1', 'consecutive good probes that make an unready replica ready', { min: 1, file: 'health.rise' }),
   flag('request-timeout', 'seconds', '3600', 'total seconds a non-streamed request may take'),
   flag('stream-idle-timeout', 'seconds', '600', 'most seconds between two chunks of a stream'),
   flag('connect-timeout', 'seconds', '5', 'seconds to establish a connection to a replica'),
   flag('models-timeout', 'seconds', '5', 'seconds each replica gets to answer GET /v1/models'),
   flag('session-ttl', 'seconds', '600', 'seconds an idle session keeps its replica', { file: 'routing.session_ttl' }),
-  flag('max-sessions', 'count', '100000', 'sessions remembered (least recently used dropped first)', {
-    min: 1,
-    file: 'routing.max_sessions',
-  }),
-  flag('affinity-slack', 'count', '8', 'extra in-flight requests a pinned replica may have over the least loaded', {
-    min: 0,
-    file: 'routing.affinity_slack',
-  }),
+  flag('max-sessions', 'count', '100000', 'sessions remembered (least recently used dropped first)', { min: 1, file: 'routing.max_sessions' }),
+  flag('affinity-slack', 'count', '8', 'extra in-flight requests a pinned replica may have over the least loaded', { min: 0, file: 'routing.affinity_slack' }),
   flag('prefix-affinity', 'boolean', 'true', 'route requests with no session id by prompt prefix (off: ROUTER_PREFIX_AFFINITY=false)', {
     file: 'routing.prefix_affinity',
   }),
@@ -82,19 +68,12 @@ export const FLAGS = [
     min: 1,
     file: 'routing.prefix_blocks',
   }),
-  flag('session-header', 'string', 'x-session-id', 'request header carrying the session id', {
-    file: 'routing.session_header',
-    check: checkSessionHeader,
-  }),
+  flag('session-header', 'string', 'x-session-id', 'request header carrying the session id', { file: 'routing.session_header', check: checkSessionHeader }),
   flag('routing-policy', 'enum', 'affinity', 'affinity (default); round-robin and least-outstanding exist for comparison benchmarks', {
     choices: ['affinity', 'round-robin', 'least-outstanding'],
   }),
-  flag('body-field', 'string', 'session_id', 'top-level JSON body field carrying the session id', {
-    file: 'routing.body_field',
-  }),
-  flag('initial-replicas', 'count', undefined, 'launched replicas to have at start (default 1 if hosts are declared, else 0)', {
-    min: 0,
-  }),
+  flag('body-field', 'string', 'session_id', 'top-level JSON body field carrying the session id', { file: 'routing.body_field' }),
+  flag('initial-replicas', 'count', undefined, 'launched replicas to have at start (default 1 if hosts are declared, else 0)', { min: 0 }),
   flag('max-replicas', 'count', undefined, 'cap on launched replicas (default: every declared device slot)', { min: 1 }),
   flag('launch-timeout', 'seconds', '600', 'seconds a launched replica has to become healthy'),
   flag('drain-timeout', 'seconds', '300', 'seconds a draining replica has to finish its requests'),
@@ -116,9 +95,7 @@ export const FLAGS = [
   flag('body-timeout', 'seconds', '300', 'seconds a client has to send the whole request, body included'),
   flag('max-body', 'bytes', '64MiB', 'largest request body, in bytes or with a KiB/MiB/GiB suffix'),
   flag('log-level', 'enum', 'info', 'log level', { choices: LOG_LEVELS }),
-  flag('log-format', 'enum', undefined, 'log format (default json, or pretty when stdout is a terminal)', {
-    choices: ['json', 'pretty'],
-  }),
+  flag('log-format', 'enum', undefined, 'log format (default json, or pretty when stdout is a terminal)', { choices: ['json', 'pretty'] }),
   flag('admin-token', 'string', undefined, 'admin API bearer token (visible in ps: prefer the environment twin)'),
   flag('admin-token-file', 'string', undefined, 'file holding the admin API bearer token'),
   flag('admin-open', 'boolean', undefined, 'serve the admin API without a token (pypto-serving-router behaviour)'),

@@ -7,15 +7,8 @@ import { mkdir, open, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
-import {
-  LaunchError,
-  type ExitInfo,
-  type LaunchedProcess,
-  type LaunchSpec,
-  type LauncherTransport,
-  type PidIdentity,
-  type StopSpec,
-} from '../launcher.transport.js';
+import { LaunchError } from '../launcher.transport.js';
+import type { ExitInfo, LaunchedProcess, LaunchSpec, LauncherTransport, PidIdentity, StopSpec } from '../launcher.transport.js';
 import { isSignalablePid } from '../remote-command.js';
 import { identifyListener, isProcessGroupAlive, signalGroup, tailFile } from './process-probe.js';
 import { terminateGroup } from './terminate-group.js';

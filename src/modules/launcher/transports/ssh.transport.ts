@@ -3,27 +3,10 @@
  * remote-command.ts), run over the host's one shared connection (ssh-connection.ts).
  */
 import type { HostSpec } from '../../../config/router-config.js';
-import {
-  LaunchError,
-  type LaunchErrorCode,
-  type LaunchedProcess,
-  type LaunchSpec,
-  type LauncherTransport,
-  type PidIdentity,
-  type StopSpec,
-} from '../launcher.transport.js';
-import {
-  buildAliveLine,
-  buildIdentifyLine,
-  buildLaunchLine,
-  buildSignalLine,
-  buildStopCommandLine,
-  buildTailLine,
-  isSignalablePid,
-  parseAliveOutput,
-  parseEchoedPid,
-  parseIdentifyOutput,
-} from '../remote-command.js';
+import { LaunchError } from '../launcher.transport.js';
+import type { LaunchErrorCode, LaunchedProcess, LaunchSpec, LauncherTransport, PidIdentity, StopSpec } from '../launcher.transport.js';
+import { buildAliveLine, buildIdentifyLine, buildLaunchLine, buildSignalLine, buildStopCommandLine, buildTailLine } from '../remote-command.js';
+import { isSignalablePid, parseAliveOutput, parseEchoedPid, parseIdentifyOutput } from '../remote-command.js';
 import { SshConnection } from './ssh-connection.js';
 import { SshExecutor, type ExecResult } from './ssh-exec.js';
 import { terminateGroup } from './terminate-group.js';
