@@ -1,6 +1,5 @@
 /** The shipped example configs, and pypto-serving-router compatibility of the config file. */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +7,7 @@ import { shellJoin } from '../common/shell-quote.js';
 import { loadRouterConfig } from './config.loader.js';
 import type { HostSpec, RouterConfig } from './router-config.js';
 import { buildLaunchArgv, buildLaunchEnv } from './templates.js';
+import { shellWords } from './shell-words.fake.js';
 
 /** `config/` of the repository (this file runs as dist-test/src/config/*.spec.js). */
 const CONFIG_DIR = fileURLToPath(new URL('../../../config/', import.meta.url));
@@ -86,27 +86,10 @@ describe('pypto-serving-router config file', () => {
     const config = loadExample('pypto.json');
     const node02 = hostNamed(config, 'node02');
     const argv = buildLaunchArgv(node02, config.slots[2]);
-    const serve = [
-      '/opt/venv/bin/python',
-      '-m',
-      'pypto_serving.cli',
-      '--model',
-      '/models/deepseek-v4',
-      '--devices',
-      '0,1',
-      '--host',
-      '0.0.0.0',
-      '--port',
-      '9001',
-      '--show-startup-logs',
-      '--served-model-name',
-      'deepseek-v4',
-      '--max-batch-size',
-      '8',
-      '--log-level',
-      'info',
-    ];
-    assert.deepEqual(argv, ['task-submit', '--device', '0,1', '--', shellJoin(serve)]);
+    // The serve command of shared/reference/pypto-serving-router.md's example, word by word.
+    const serve =
+      '/opt/venv/bin/python -m pypto_serving.cli --model /models/deepseek-v4 --devices 0,1 --host 0.0.0.0 --port 9001 --show-startup-logs --served-model-name deepseek-v4 --max-batch-size 8 --log-level info';
+    assert.deepEqual(argv, ['task-submit', '--device', '0,1', '--', shellJoin(serve.split(' '))]);
   });
 
   it('quotes the wrapped serve argv so a shell splits it back exactly', () => {
@@ -133,9 +116,7 @@ describe('pypto-serving-router config file', () => {
     );
     const argv = buildLaunchArgv(config.hosts[0], config.slots[0]);
     assert.equal(argv.length, 5);
-    const words = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${argv[4]}`], { encoding: 'utf8' })
-      .split('\0')
-      .slice(0, -1);
+    const words = shellWords(argv[4]);
     assert.deepEqual(words, [
       'python3',
       '-m',

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { HostSpec, SlotSpec } from './router-config.js';
 import {
@@ -12,6 +11,7 @@ import {
   templateVars,
   TEMPLATE_PLACEHOLDERS,
 } from './templates.js';
+import { shellWords } from './shell-words.fake.js';
 
 const host = (over: Partial<HostSpec> = {}): HostSpec => ({
   name: 'node02',
@@ -29,12 +29,6 @@ const host = (over: Partial<HostSpec> = {}): HostSpec => ({
   ...over,
 });
 const slot: SlotSpec = { name: 'node02-d2', host: 'node02', devices: [2, 3], port: 9003, address: 'node02', local: false };
-
-/** What /bin/sh makes of a command line: one printed line per word. */
-function shellWords(line: string): string[] {
-  const out = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${line}`], { encoding: 'utf8' });
-  return out.split('\0').slice(0, -1);
-}
 
 describe('template placeholders', () => {
   it('knows exactly the seven placeholders', () => {
@@ -94,20 +88,12 @@ describe('template placeholders', () => {
 });
 
 describe('launch argv', () => {
+  /** pypto-serving-router's serve command for `slot` (devices 2,3, port 9003) before the host's own arguments. */
+  const DEFAULT_SERVE = 'python3 -m pypto_serving.cli --model /models/dsv4 --devices 2,3 --host 0.0.0.0 --port 9003 --show-startup-logs'.split(' ');
+
   it('builds pypto-serving-router serve argv by default, serve_args as written', () => {
     assert.deepEqual(buildLaunchArgv(host({ servedModelName: 'dsv4', serveArgs: ['--tp', '{devices}'] }), slot), [
-      'python3',
-      '-m',
-      'pypto_serving.cli',
-      '--model',
-      '/models/dsv4',
-      '--devices',
-      '2,3',
-      '--host',
-      '0.0.0.0',
-      '--port',
-      '9003',
-      '--show-startup-logs',
+      ...DEFAULT_SERVE,
       '--served-model-name',
       'dsv4',
       '--tp',
@@ -119,22 +105,7 @@ describe('launch argv', () => {
     const argv = buildLaunchArgv(host({ launchWrapper: ['task-submit', '--dev', '{device}'], serveArgs: ['--note', "it's"] }), slot);
     assert.equal(argv.length, 4);
     assert.deepEqual(argv.slice(0, 3), ['task-submit', '--dev', '2']);
-    assert.deepEqual(shellWords(argv[3]), [
-      'python3',
-      '-m',
-      'pypto_serving.cli',
-      '--model',
-      '/models/dsv4',
-      '--devices',
-      '2,3',
-      '--host',
-      '0.0.0.0',
-      '--port',
-      '9003',
-      '--show-startup-logs',
-      '--note',
-      "it's",
-    ]);
+    assert.deepEqual(shellWords(argv[3]), [...DEFAULT_SERVE, '--note', "it's"]);
   });
 
   it('uses command as the whole argv (serve_args not appended), templated', () => {

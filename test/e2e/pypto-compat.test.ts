@@ -4,11 +4,11 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileS
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { execFileSync } from 'node:child_process';
 import { stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, spawnRouter, type RouterProcess } from '../support/router-process.js';
 import { startSshServer } from '../../src/modules/launcher/transports/ssh-server.fake.js';
+import { shellWords } from '../../src/config/shell-words.fake.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RECORDER = resolve(HERE, '../support/record-argv.js');
@@ -54,12 +54,6 @@ function stubPrograms(names: string[]): { bin: string; records: string; read(fil
   };
 }
 
-/** The words a POSIX shell makes of `line`. */
-const shellWords = (line: string): string[] =>
-  execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${line}`], { encoding: 'utf8' })
-    .split('\0')
-    .slice(0, -1);
-
 describe('pypto-serving-router compatibility (SPEC §2)', () => {
   const procs: RouterProcess[] = [];
   after(async () => {
@@ -100,9 +94,7 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
     assert.equal(rec.argv.length, 3, 'the serve command is one argument after the wrapper');
     assert.deepEqual(rec.argv.slice(0, 2), [String(base), 'node-d0']);
     assert.equal(rec.env.DEVICE, '0');
-    const words = execFileSync('/bin/sh', ['-c', `printf '%s\\0' ${rec.argv[2]}`], { encoding: 'utf8' })
-      .split('\0')
-      .slice(0, -1);
+    const words = shellWords(rec.argv[2]);
     assert.deepEqual(words, [
       'python3',
       '-m',
@@ -208,26 +200,9 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
       assert.deepEqual(rec.env, { ASCEND_RT_VISIBLE_DEVICES: '0,1', PYPTO_DEVICE: '0' });
       assert.deepEqual(rec.argv.slice(0, 3), ['--device', '0,1', '--'], 'the wrapper as templated');
       assert.equal(rec.argv.length, 4, 'the serve command is one argument after the wrapper');
-      assert.deepEqual(shellWords(rec.argv[3]), [
-        '/opt/venv/bin/python',
-        '-m',
-        'pypto_serving.cli',
-        '--model',
-        '/models/deepseek-v4',
-        '--devices',
-        '0,1',
-        '--host',
-        '0.0.0.0',
-        '--port',
-        '9001',
-        '--show-startup-logs',
-        '--served-model-name',
-        'deepseek-v4',
-        '--max-batch-size',
-        '8',
-        '--log-level',
-        'info',
-      ]);
+      const serve =
+        '/opt/venv/bin/python -m pypto_serving.cli --model /models/deepseek-v4 --devices 0,1 --host 0.0.0.0 --port 9001 --show-startup-logs --served-model-name deepseek-v4 --max-batch-size 8 --log-level info';
+      assert.deepEqual(shellWords(rec.argv[3]), serve.split(' '));
       assert.ok(existsSync(join(logs, 'node02-d0.log')), 'log directory created and log written on the machine that runs it');
       const key = readFileSync(server.identityFile, 'utf8')
         .split('\n')
