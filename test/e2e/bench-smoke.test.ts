@@ -6,50 +6,26 @@
  * behind.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
+import { killRunning, runNode, type Exit } from '../support/run-node.js';
 
 const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
 const DEADLINE_MS = 60_000;
 
-interface Exit {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-const running = new Set<ReturnType<typeof spawn>>();
 const dirs: string[] = [];
 
 after(() => {
-  for (const c of running) c.kill('SIGKILL');
+  killRunning();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+/** Runs the bench; at the deadline SIGINT, so it still stops what it started. */
 function runBench(args: string[]): Promise<Exit> {
-  assert.ok(existsSync(RUN), `${RUN} is not built (npx tsc -p tsconfig.test.json)`);
-  const child = spawn(process.execPath, [RUN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGINT');
-      reject(new Error(`bench ${args.join(' ')} did not finish within ${DEADLINE_MS} ms; stderr: ${stderr}`));
-    }, DEADLINE_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      running.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runNode(RUN, args, { deadlineMs: DEADLINE_MS, killSignal: 'SIGINT' });
 }
 
 /** Command lines of live processes mentioning `needle` (e.g. the bench's temp dir). */

@@ -4,46 +4,19 @@
  * before anything listens.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
+import { killRunning, runNode, type Exit } from '../support/run-node.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const DEADLINE_MS = 30_000;
 
-interface Exit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-const running = new Set<ReturnType<typeof spawn>>();
-
-/** Runs main.js with `args`; a process still alive at the deadline is killed and the test fails. */
+/** Runs main.js with `args` and only PATH plus `env` in its environment. */
 function runMain(args: string[], env: Record<string, string> = {}): Promise<Exit> {
-  assert.ok(existsSync(MAIN), `${MAIN} is not built (npx tsc -p tsconfig.test.json)`);
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`main.js ${args.join(' ')} did not exit within ${DEADLINE_MS} ms; stderr: ${stderr}`));
-    }, DEADLINE_MS);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      running.delete(child);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  return runNode(MAIN, args, { deadlineMs: DEADLINE_MS, env: { PATH: process.env.PATH ?? '', ...env } });
 }
 
 /**
@@ -70,7 +43,7 @@ function assertConfigExit(result: Exit, expected: readonly [path: string, messag
 describe('main exits 2 on invalid config or flags', () => {
   const dir = mkdtempSync(join(tmpdir(), 'config-exit-'));
   after(() => {
-    for (const child of running) child.kill('SIGKILL');
+    killRunning();
     rmSync(dir, { recursive: true, force: true });
   });
   const file = (name: string, content: unknown): string => {
