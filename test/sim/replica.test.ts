@@ -3,24 +3,12 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { freePort, SIM_ENTRY, simRequest, spawnSim, stopAllSims } from '../support/sim-process.js';
-
-function probe(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('open');
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
+import { freePort, tcpProbe, SIM_ENTRY, simRequest, spawnSim, stopAllSims } from '../support/sim-process.js';
 
 function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
@@ -51,7 +39,7 @@ describe('simulator process', () => {
     let refusals = 0;
     let firstOpen = -1;
     while (firstOpen < 0 && Date.now() - t0 < 10_000) {
-      const result = await probe(port);
+      const result = await tcpProbe(port);
       if (result === 'open') firstOpen = Date.now() - t0;
       else if (result === 'ECONNREFUSED') refusals++;
       if (firstOpen < 0) await sleep(25);
@@ -69,7 +57,7 @@ describe('simulator process', () => {
     sim.child.kill('SIGTERM');
     assert.deepEqual(await sim.exited(), { code: 0, signal: null });
     assert.ok((await pending) instanceof Error, 'the hanging request was dropped');
-    assert.equal(await probe(sim.port), 'ECONNREFUSED');
+    assert.equal(await tcpProbe(sim.port), 'ECONNREFUSED');
   });
 
   it('serves https with --tls-cert/--tls-key', async () => {

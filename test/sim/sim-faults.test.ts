@@ -1,26 +1,13 @@
 /** Every fault switch of a real simulator process, set by POST /__sim/faults or by flag. */
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { connect } from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { freePort, simRequest, simStream, spawnSim, stopAllSims, type SimProcess } from '../support/sim-process.js';
+import { freePort, tcpProbe, simRequest, simStream, spawnSim, stopAllSims, type SimProcess } from '../support/sim-process.js';
 import { pollUntil } from './poll-until.js';
 
 type Json = Record<string, unknown>;
 const chatBody = (extra: Json = {}): string => JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], ...extra });
 const streamBody = (maxTokens = 10): string => chatBody({ stream: true, max_tokens: maxTokens });
-
-/** Tries one TCP connection: 'open' or the error code (ECONNREFUSED when nothing listens). */
-function probe(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('open');
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
 
 /** Sends a request, and reports what the client saw: headers, bytes of body, and how it ended. */
 function rawExchange(url: string, body: string): { seen: { status: number; bytes: number; length: number; ended: string | null }; abort(): void } {
@@ -125,7 +112,7 @@ describe('simulator faults', () => {
     assert.equal(stream.events.length, 3);
     assert.ok(!stream.events.some((e) => e.data === '[DONE]'));
     assert.deepEqual(await s.exited(), { code: 1, signal: null });
-    assert.equal(await probe(s.port), 'ECONNREFUSED');
+    assert.equal(await tcpProbe(s.port), 'ECONNREFUSED');
   });
 
   it('reset_after_chunks: a stream is cut after N chunks and the process lives on', async () => {
@@ -182,13 +169,13 @@ describe('simulator faults', () => {
     await s.setFaults({ refuse: true, refuse_ms: 700 });
     await pollUntil(
       'refused',
-      () => probe(s.port),
+      () => tcpProbe(s.port),
       (r) => r === 'ECONNREFUSED',
       1_000,
     );
     await pollUntil(
       'listening again',
-      () => probe(s.port),
+      () => tcpProbe(s.port),
       (r) => r === 'open',
       5_000,
     );
@@ -201,18 +188,18 @@ describe('simulator faults', () => {
     const port = await freePort();
     const s = await spawnSim({ port, args: ['--fault-refuse'] });
     assert.equal(s.port, port);
-    assert.equal(await probe(port), 'ECONNREFUSED');
+    assert.equal(await tcpProbe(port), 'ECONNREFUSED');
     s.child.kill('SIGUSR2');
     await pollUntil(
       'listening',
-      () => probe(port),
+      () => tcpProbe(port),
       (r) => r === 'open',
     );
     assert.equal((await simRequest(`${s.url}/health`)).status, 200);
     s.child.kill('SIGUSR2');
     await pollUntil(
       'refusing again',
-      () => probe(port),
+      () => tcpProbe(port),
       (r) => r === 'ECONNREFUSED',
     );
   });

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
@@ -328,5 +328,17 @@ export function freePort(): Promise<number> {
       const { port } = server.address() as AddressInfo;
       server.close(() => resolvePromise(port));
     });
+  });
+}
+
+/** Tries one TCP connection to 127.0.0.1:`port`: 'open', or the error code (ECONNREFUSED when nothing listens). */
+export function tcpProbe(port: number): Promise<string> {
+  return new Promise((resolvePromise) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolvePromise('open');
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolvePromise(err.code ?? err.message));
   });
 }
