@@ -7,14 +7,14 @@
  * JSON is forwarded untouched; only the peek fails silently).
  */
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const LBRACE = 0x7b;
-const RBRACE = 0x7d;
-const LBRACKET = 0x5b;
-const RBRACKET = 0x5d;
-const COLON = 0x3a;
-const COMMA = 0x2c;
+const QUOTE = '"'.charCodeAt(0);
+const BACKSLASH = '\\'.charCodeAt(0);
+const LBRACE = '{'.charCodeAt(0);
+const RBRACE = '}'.charCodeAt(0);
+const LBRACKET = '['.charCodeAt(0);
+const RBRACKET = ']'.charCodeAt(0);
+const COLON = ':'.charCodeAt(0);
+const COMMA = ','.charCodeAt(0);
 
 function isWs(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
