@@ -1,23 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HostSpec } from './router-config.js';
+import { testHost } from './test-host.fake.js';
 import { computeSlots, deviceGroups, findSlotProblems, slotCapacity, sshAddress, sshUser } from './slots.js';
 
-const host = (name: string, ssh: string | null, devices: number[], over: Partial<HostSpec> = {}): HostSpec => ({
-  name,
-  ssh,
-  sshPort: 22,
-  insecureAcceptHostKey: false,
-  devices,
-  devicesPerReplica: 1,
-  portBase: 8001,
-  model: 'm',
-  serveArgs: [],
-  env: {},
-  python: 'python3',
-  logDir: '/tmp/affinity-router',
-  ...over,
-});
+const host = (name: string, ssh: string | null, devices: number[], over: Partial<HostSpec> = {}): HostSpec => testHost({ name, ssh, devices, ...over });
 
 describe('slots', () => {
   it('groups consecutive devices: [0..7] by 2 gives h-d0,h-d2,h-d4,h-d6 on port_base+0,2,4,6', () => {

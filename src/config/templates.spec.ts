@@ -12,22 +12,10 @@ import {
   TEMPLATE_PLACEHOLDERS,
 } from './templates.js';
 import { shellWords } from './shell-words.fake.js';
+import { testHost } from './test-host.fake.js';
 
-const host = (over: Partial<HostSpec> = {}): HostSpec => ({
-  name: 'node02',
-  ssh: 'serve@node02',
-  sshPort: 22,
-  insecureAcceptHostKey: false,
-  devices: [0, 1, 2, 3],
-  devicesPerReplica: 2,
-  portBase: 9001,
-  model: '/models/dsv4',
-  serveArgs: [],
-  env: {},
-  python: 'python3',
-  logDir: '/tmp/affinity-router',
-  ...over,
-});
+const host = (over: Partial<HostSpec> = {}): HostSpec =>
+  testHost({ name: 'node02', ssh: 'serve@node02', devices: [0, 1, 2, 3], devicesPerReplica: 2, portBase: 9001, model: '/models/dsv4', ...over });
 const slot: SlotSpec = { name: 'node02-d2', host: 'node02', devices: [2, 3], port: 9003, address: 'node02', local: false };
 
 describe('template placeholders', () => {

@@ -13,7 +13,7 @@ import type { RouterConfig, SlotSpec } from '../../config/router-config.js';
 import type { LeaderService } from '../cluster/leader.service.js';
 import type { LauncherFactory } from '../launcher/launcher.factory.js';
 import { RecordingTransport } from '../launcher/transports/recording.transport.fake.js';
-import { testHost, testSlot } from '../launcher/transports/replica-process.fake.js';
+import { testSlot } from '../launcher/transports/replica-process.fake.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Abortable, Replica } from '../registry/replica.js';
 import type { RoutingService } from '../routing/routing.service.js';
@@ -22,6 +22,7 @@ import { FleetService } from './fleet.service.js';
 import { ReplicaLauncher } from './replica-launcher.js';
 import { ReplicaStopper } from './replica-stopper.js';
 import type { StateService } from './state.service.js';
+import { testHost } from '../../config/test-host.fake.js';
 
 export interface FleetRigOptions {
   readonly launchTimeoutMs?: number;

@@ -5,8 +5,9 @@ import { Test } from '@nestjs/testing';
 
 import { LauncherFactory } from './launcher.factory.js';
 import { LauncherModule } from './launcher.module.js';
-import { testHost, waitFor } from './transports/replica-process.fake.js';
+import { waitFor } from './transports/replica-process.fake.js';
 import { startSshServer, type TestSshServer } from './transports/ssh-server.fake.js';
+import { testHost } from '../../config/test-host.fake.js';
 
 describe('LauncherFactory', () => {
   let server: TestSshServer;

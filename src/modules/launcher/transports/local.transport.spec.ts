@@ -7,18 +7,8 @@ import { describe, it } from 'node:test';
 
 import { LaunchError, type LaunchSpec } from '../launcher.transport.js';
 import { LocalTransport } from './local.transport.js';
-import {
-  killQuietly,
-  listenerInGroup,
-  processGone,
-  replicaArgv,
-  replicaTempDir,
-  testHost,
-  testSlot,
-  waitFor,
-  waitForReport,
-  within,
-} from './replica-process.fake.js';
+import { killQuietly, listenerInGroup, processGone, replicaArgv, replicaTempDir, testSlot, waitFor, waitForReport, within } from './replica-process.fake.js';
+import { testHost } from '../../../config/test-host.fake.js';
 
 const host = testHost();
 const slot = testSlot(host);

@@ -112,25 +112,6 @@ export function killQuietly(...pids: Array<number | undefined>): void {
   }
 }
 
-/** A HostSpec with test defaults. */
-export function testHost(overrides: Partial<HostSpec> = {}): HostSpec {
-  return {
-    name: 'node',
-    ssh: null,
-    sshPort: 22,
-    insecureAcceptHostKey: false,
-    devices: [0],
-    devicesPerReplica: 1,
-    portBase: 8001,
-    model: 'm',
-    serveArgs: [],
-    env: {},
-    python: 'python3',
-    logDir: '/tmp/affinity-router',
-    ...overrides,
-  };
-}
-
 /** The SlotSpec of device 0 of `host`. */
 export function testSlot(host: HostSpec): SlotSpec {
   return {

@@ -9,8 +9,9 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
 import { realSshdUnavailableReason, startRealSshd, type RealSshd } from './real-sshd.fake.js';
-import { killQuietly, parseReport, processGone, replicaArgv, replicaTempDir, testHost, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
+import { killQuietly, parseReport, processGone, replicaArgv, replicaTempDir, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
 import { SshTransport } from './ssh.transport.js';
+import { testHost } from '../../../config/test-host.fake.js';
 
 const unavailable = realSshdUnavailableReason();
 

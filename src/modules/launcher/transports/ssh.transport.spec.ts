@@ -8,11 +8,12 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 
 import type { HostSpec } from '../../../config/router-config.js';
 import { LaunchError } from '../launcher.transport.js';
-import { killQuietly, parseReport, processGone, replicaArgv, replicaTempDir, testHost, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
+import { killQuietly, parseReport, processGone, replicaArgv, replicaTempDir, testSlot, waitFor, type ReplicaReport } from './replica-process.fake.js';
 import { parseSshDestination } from './ssh-connection.js';
 import { ed25519KeyPair } from './ssh-keys.fake.js';
 import { startSshServer, type TestSshServer } from './ssh-server.fake.js';
 import { SshTransport, type SshTransportOptions } from './ssh.transport.js';
+import { testHost } from '../../../config/test-host.fake.js';
 
 const user = userInfo().username;
 
