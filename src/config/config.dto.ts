@@ -27,6 +27,7 @@ import {
   Optional,
   optionalName,
   port,
+  positive,
   seconds,
   section,
   stringList,
@@ -88,6 +89,16 @@ export class HealthDto {
   @Optional() @Check(integer(1)) readonly rise?: number;
 }
 
+/** `autoscale` (SPEC §6.1): the launched pool's bounds and signal (seconds in the file). */
+export class AutoscaleDto {
+  @Optional() @Check(integer(1)) readonly min?: number;
+  @Optional() @Check(integer(1)) readonly max?: number;
+  @Optional() @Check(positive) readonly target_inflight?: number;
+  @Optional() @Check(seconds) readonly interval?: number;
+  @Optional() @Check(seconds) readonly up_after?: number;
+  @Optional() @Check(seconds) readonly down_after?: number;
+}
+
 /** The whole file. */
 export class ConfigFileDto {
   @Optional()
@@ -113,4 +124,10 @@ export class ConfigFileDto {
   @ValidateNested({ message: mustBeObject })
   @Type(() => HealthDto)
   readonly health?: HealthDto;
+
+  @Optional()
+  @Check(section)
+  @ValidateNested({ message: mustBeObject })
+  @Type(() => AutoscaleDto)
+  readonly autoscale?: AutoscaleDto;
 }

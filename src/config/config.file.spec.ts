@@ -64,8 +64,8 @@ describe('config file: format', () => {
     rejects([replica()], 'config', /must be a JSON\/YAML object, got \[/);
   });
 
-  it('allows only replicas, hosts, routing and health at the top level', () => {
-    rejects({ replicas: [replica()], nodes: [] }, 'nodes', /unknown field \(allowed here: replicas, hosts, routing, health\)/);
+  it('allows only replicas, hosts, routing, health and autoscale at the top level', () => {
+    rejects({ replicas: [replica()], nodes: [] }, 'nodes', /unknown field \(allowed here: replicas, hosts, routing, health, autoscale\)/);
   });
 
   it('needs at least one replica or host', () => {

@@ -17,6 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ConfigError, type ConfigProblem } from './config-error.js';
+import { buildAutoscale } from './config.autoscale.js';
 import { buildFleet, type Fleet } from './config.fleet.js';
 import { parseConfigFile } from './config.parse.js';
 import { readCommandLine, resolveAdminToken, settingResolver, type Env, type Setting } from './config.sources.js';
@@ -67,6 +68,8 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     }
   }
   const pool = poolSize(fleet, setting('initial-replicas'), setting('max-replicas'), problems);
+  const capacity = fleet.complete ? fleet.hosts.reduce((sum, h) => sum + slotCapacity(h), 0) : undefined;
+  const autoscale = buildAutoscale(file?.autoscale, fileProblems, fleet.hosts.length, capacity, problems);
   const adminToken = resolveAdminToken(raw, readFile, problems, warnings);
   const adminOpen = setting('admin-open');
   if (adminOpen?.value === true) {
@@ -101,6 +104,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
       fall: num('health-fall'),
       rise: num('health-rise'),
     },
+    autoscale,
     requestTimeoutMs: num('request-timeout'),
     streamIdleTimeoutMs: num('stream-idle-timeout'),
     connectTimeoutMs: num('connect-timeout'),

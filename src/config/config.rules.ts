@@ -73,6 +73,7 @@ export const seconds: Rule = (v) =>
     : v * 1000 > MAX_DURATION_MS
       ? `must be at most ${Math.floor(MAX_DURATION_MS / 1000)} seconds, ${got(v)}`
       : undefined;
+export const positive: Rule = (v) => (typeof v === 'number' && v > 0 && Number.isFinite(v) ? undefined : `must be a number > 0, ${got(v)}`);
 export const boolean: Rule = (v) => (typeof v === 'boolean' ? undefined : `must be true or false, ${got(v)}`);
 export const text: Rule = (v) => (typeof v === 'string' && v !== '' ? undefined : `must be a non-empty string, ${got(v)}`);
 export const checked =

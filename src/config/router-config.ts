@@ -84,6 +84,17 @@ export interface HealthSettings {
   readonly rise: number;
 }
 
+/** `autoscale` (SPEC §6.1), applied to each model pool of launched replicas. */
+export interface AutoscaleSettings {
+  readonly min: number;
+  /** Defaults to the slot capacity; the pool's own slots and --max-replicas bound it further at run time. */
+  readonly max: number;
+  readonly targetInflight: number;
+  readonly intervalMs: number;
+  readonly upAfterMs: number;
+  readonly downAfterMs: number;
+}
+
 export type LogFormat = 'json' | 'pretty';
 
 export interface RouterConfigFields {
@@ -97,6 +108,8 @@ export interface RouterConfigFields {
   readonly slots: readonly SlotSpec[];
   readonly routing: RoutingSettings;
   readonly health: HealthSettings;
+  /** Undefined: no autoscaling (the file has no `autoscale` section). */
+  readonly autoscale: AutoscaleSettings | undefined;
   readonly requestTimeoutMs: number;
   readonly streamIdleTimeoutMs: number;
   readonly connectTimeoutMs: number;

@@ -55,6 +55,20 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
     assert.equal(notJson.status, 400);
   });
 
+  it('PATCH /fleet/autoscaler without an "autoscale" section is a 409 problem; GET /fleet shows it disabled', async () => {
+    const r = await adminCall(routers.open, 'PATCH', '/fleet/autoscaler', { body: { paused: true } });
+    assert.equal(r.status, 409);
+    assert.match(String(r.headers['content-type']), /application\/problem\+json/);
+    assert.match(r.body.detail, /autoscaling is not configured/);
+    assert.deepEqual((await adminCall(routers.open, 'GET', '/fleet')).body.autoscaler, {
+      enabled: false,
+      paused: false,
+      leader: true,
+      settings: null,
+      pools: [],
+    });
+  });
+
   it('pins a session with PUT and the next turn goes there with retain; DELETE unpins', async () => {
     const put = await adminCall(routers.open, 'PUT', '/sessions/pinned-1', { body: { replica: 'a0' } });
     assert.equal(put.status, 200);

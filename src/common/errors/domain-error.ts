@@ -14,6 +14,7 @@ export const DOMAIN_ERROR_STATUS = {
   launch_failed: 502,
   stop_incomplete: 502,
   not_leader: 409,
+  autoscale_off: 409,
 } as const;
 
 export type DomainErrorCode = keyof typeof DOMAIN_ERROR_STATUS;

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { LauncherModule } from '../launcher/launcher.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
+import { AutoscalerService } from './autoscaler.service.js';
 import { FleetAdoption } from './fleet-adoption.js';
 import { FleetBootstrap } from './fleet.bootstrap.js';
 import { FleetShutdown } from './fleet-shutdown.js';
@@ -13,7 +14,18 @@ import { StateService } from './state.service.js';
 
 @Module({
   imports: [RoutingModule, LauncherModule],
-  providers: [FleetService, FleetBook, ReplicaLauncher, ReplicaStopper, StateService, FleetAdoption, FleetBootstrap, FleetShutdown, FleetMirror],
-  exports: [FleetService],
+  providers: [
+    FleetService,
+    FleetBook,
+    ReplicaLauncher,
+    ReplicaStopper,
+    StateService,
+    FleetAdoption,
+    FleetBootstrap,
+    FleetShutdown,
+    FleetMirror,
+    AutoscalerService,
+  ],
+  exports: [FleetService, AutoscalerService],
 })
 export class FleetModule {}

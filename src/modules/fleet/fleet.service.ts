@@ -99,6 +99,12 @@ export class FleetService {
     return { rec, done: rec.drain };
   }
 
+  /** Whether `remove(name)` would accept it: launched or adopted, and stoppable (a proven pid or a stop_command). */
+  canRemove(name: string): boolean {
+    const rec = this.book.records.get(name);
+    return rec !== undefined && (rec.drain !== undefined || this.stopper.canStop(rec));
+  }
+
   drainStatus(rec: LaunchRecord): DrainStatus {
     const r = rec.replica;
     return { name: r.name, state: r.removed ? 'stopped' : r.state, outstanding: r.outstanding, drain_deadline: rec.drainDeadline ?? null };
@@ -145,6 +151,10 @@ export class FleetService {
       this.log.warn({ event: 'drain_timeout', replica: r.name, outstanding: r.outstanding }, `drain of ${r.name} timed out; cutting ${r.outstanding} requests`);
       for (const x of [...r.inflight]) x.abort(`replica ${r.name} was removed and its drain timed out`);
     }
+    // A drain that began while the process was being spawned (a shutdown during a scale-up) stops
+    // it once its pid is known; a launch that failed has already freed its slot.
+    await rec.spawning?.catch(() => undefined);
+    if (this.book.records.get(rec.name) !== rec) return;
     await this.stopper.stop(rec);
   }
 

@@ -8,6 +8,8 @@ export type DrainState = 'draining' | 'stopping' | 'stopped';
 export class LaunchRecord {
   /** performance.now() at launch, for the launch timeout. */
   readonly startedAt = performance.now();
+  /** The transport's launch while it runs (a drain waits for it: the pid to stop is known only then). */
+  spawning: Promise<unknown> | undefined;
   drain: Promise<void> | undefined;
   drainDeadline: string | undefined;
   stopped: Promise<void> | undefined;

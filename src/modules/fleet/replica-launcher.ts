@@ -91,7 +91,9 @@ export class ReplicaLauncher {
     );
     const rec = this.recordFor(replica, host, slot, holder);
     try {
-      const proc = await rec.transport.launch({ slot, host, argv, env: rec.env, logPath, ...(host.workdir !== undefined ? { workdir: host.workdir } : {}) });
+      const spawning = rec.transport.launch({ slot, host, argv, env: rec.env, logPath, ...(host.workdir !== undefined ? { workdir: host.workdir } : {}) });
+      rec.spawning = spawning;
+      const proc = await spawning;
       replica.placement!.pid = proc.pid;
       proc.exited?.then(
         (info) => this.exited(rec, info),

@@ -14,6 +14,8 @@ import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
 import { routeLabel } from './route-label.js';
 import { monotonic, registerFleetMetrics } from './fleet-metrics.js';
+import { registerAutoscaleMetrics } from './autoscale-metrics.js';
+import { AutoscalerService } from '../fleet/autoscaler.service.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
 
 const P = 'affinity_router_';
@@ -50,6 +52,7 @@ export class MetricsService {
     redis: RedisService,
     leader: LeaderService,
     internalErrors: InternalErrors,
+    autoscaler: AutoscalerService,
   ) {
     const reg = this.registry;
     collectDefaultMetrics({ register: reg });
@@ -203,6 +206,7 @@ export class MetricsService {
     monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': routing.rejected }));
 
     registerFleetMetrics(reg, P, fleet, redis, leader);
+    registerAutoscaleMetrics(reg, P, autoscaler);
 
     observer.onArrival(() => this.received.inc());
     observer.subscribe((ex) => this.exchangeEnded(ex));

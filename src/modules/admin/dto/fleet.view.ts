@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { AutoscalerView } from './autoscaler.view.js';
 import { CapacityView } from './replica.view.js';
 
 export class LaunchedView {
@@ -56,4 +57,6 @@ export class FleetView {
   @ApiProperty({ type: CapacityView }) readonly capacity!: CapacityView;
   @ApiProperty({ type: [OrphanView] }) readonly orphans!: OrphanView[];
   @ApiProperty({ type: [FailureView], description: 'recent launches that failed or timed out, newest first' }) readonly failures!: FailureView[];
+  @ApiProperty({ type: AutoscalerView, description: "the autoscaler (SPEC §6.1): paused or not, each model pool's current and desired size" })
+  readonly autoscaler!: AutoscalerView;
 }
