@@ -8,6 +8,7 @@ import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } 
 import { loadavg, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { BENCH_DIR, BenchArgsError, parseBenchArgs, type BenchOptions } from './bench-options.js';
+import { autoscaleScenario } from './scenario-autoscale.js';
 import { fixedLoadScenario } from './scenario-fixed-load.js';
 import { profileScenario } from './scenario-profile.js';
 import { productionScenario } from './scenario-production.js';
@@ -29,6 +30,7 @@ export const SCENARIOS: readonly Scenario[] = [
   profileScenario,
   productionScenario,
   stateFileScenario,
+  autoscaleScenario,
 ];
 
 /** Hand-written discussion appended to the report when present. */
