@@ -76,4 +76,49 @@ describe('FleetService drain', { timeout: 10_000 }, () => {
     assert.equal(rig.transport.stops.length, 1);
     assert.equal(rig.logs.filter((l) => l['event'] === 'drain').length, 1);
   });
+
+  it('a drain that begins while the launch is still spawning (a shutdown during a scale-up) stops the process once its pid is known', async (t) => {
+    const rig = await fleetRig(t);
+    let spawned!: () => void;
+    const gate = new Promise<void>((done) => (spawned = done));
+    const launch = rig.transport.launch.bind(rig.transport);
+    rig.transport.launch = async (spec) => {
+      await gate;
+      return launch(spec);
+    };
+    const launching = rig.launcher.launch(1, undefined);
+    await turns();
+    const stopping = rig.fleet.stopAll(performance.now() + 10_000);
+    await turns();
+    assert.equal(rig.transport.stops.length, 0, 'no pid to signal yet');
+    spawned();
+    const [r] = await launching;
+    await stopping;
+    assert.deepEqual(
+      rig.transport.stops.map((s) => s.pid),
+      [r.placement?.pid],
+    );
+    assert.deepEqual(
+      rig.logs.filter((l) => l['event'] === 'stop_skipped'),
+      [],
+    );
+    assert.deepEqual([r.removed, rig.fleet.capacity().free_slots], [true, [rig.slot.name]]);
+  });
+
+  it('a drain that begins while a launch is spawning and the launch then fails has nothing to stop', async (t) => {
+    const rig = await fleetRig(t);
+    let fail!: (e: Error) => void;
+    rig.transport.launch = () => new Promise((_resolve, reject) => (fail = reject));
+    const launching = rig.launcher.launch(1, undefined).then(
+      () => 'launched',
+      (e: Error) => e.message,
+    );
+    await turns();
+    const stopping = rig.fleet.stopAll(performance.now() + 10_000);
+    fail(new Error('no such program'));
+    assert.match(await launching, /launch failed: no such program/);
+    await stopping;
+    assert.deepEqual([rig.transport.stops.length, rig.logs.filter((l) => l['event'] === 'stop_skipped').length], [0, 0]);
+    assert.deepEqual(rig.fleet.capacity().free_slots, [rig.slot.name]);
+  });
 });
