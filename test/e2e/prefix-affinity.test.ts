@@ -124,6 +124,25 @@ describe('prefix affinity for requests without a session id (SPEC §4.1)', () =>
     assert.equal(replicaOf(back), home);
   });
 
+  it('puts new conversations sharing a long system prompt where it is cached, with or without a session id (issue 15 item 2)', async () => {
+    // ~12 blocks of 256 characters: worth one request in flight (first-turn.ts), so on an idle fleet it wins over the rotation.
+    const system = { role: 'system', content: 'You are the support agent of the Lighthouse Shipping Company. Policy follows. '.repeat(40) };
+    const first = async (n: number, headers: Record<string, string> = {}): Promise<SimResponse> => {
+      const r = await simRequest(`${router.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: Buffer.from(JSON.stringify({ model: 'sim-model', max_tokens: 2, messages: [system, { role: 'user', content: `customer ${n} asks` }] })),
+      });
+      assert.equal(r.status, 200, r.body.toString());
+      assert.equal(r.headers['x-router-affinity'], 'initialize', 'a new conversation, not a kept one');
+      return r;
+    };
+    const home = replicaOf(await first(0));
+    for (let n = 1; n <= 3; n++) assert.equal(replicaOf(await first(n)), home, `session-less conversation ${n}`);
+    assert.equal(replicaOf(await first(4, { 'x-session-id': 'shared-prompt-first-turn' })), home, "a session id's first turn");
+    assert.equal(replicaOf(await first(5, { 'x-session-id': 'shared-prompt-second' })), home, 'and the next one');
+  });
+
   it('a prefix-held replica loaded past the slack loses the next turn (switch;reason=overload)', async () => {
     const conv = new Conversation(200);
     await conv.turn(router.url);

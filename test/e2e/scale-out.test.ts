@@ -50,6 +50,34 @@ describe('scale-out through Redis (issue 8)', () => {
     }
   });
 
+  it('keeps a session-less conversation whose turns alternate between two routers on one replica (issue 15 item 4)', async (t) => {
+    const rd = await redis(t);
+    if (rd === null) return;
+    const sims = await Promise.all(['y0', 'y1', 'y2'].map((name) => spawnSim({ name })));
+    const cfg = writeTempConfig({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) });
+    const a = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
+    const b = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
+    const post = (router: RouterProcess, messages: unknown[]) =>
+      simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from(JSON.stringify({ model: 'sim-model', messages, max_tokens: 2 })) });
+    // One unrelated request moves A's rotation one step ahead of B's: left to their own rotations, the two would now disagree.
+    assert.equal((await post(a, [{ role: 'user', content: 'warm-up' }])).status, 200);
+    const convs = Array.from({ length: 6 }, (_, i) => [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: `conversation ${i} opens` },
+    ]);
+    const seen = convs.map(() => new Set<string>());
+    for (let turn = 0; turn < 4; turn++) {
+      for (const [i, messages] of convs.entries()) {
+        const r = await post(turn % 2 === 0 ? a : b, messages);
+        assert.equal(r.status, 200, r.body.toString());
+        seen[i].add(String(r.headers['x-replica-name']));
+        assert.equal(r.headers['x-router-affinity'], turn === 0 ? 'initialize' : 'prefix', `conversation ${i}, turn ${turn}`);
+        messages.push({ role: 'assistant', content: 'ok' }, { role: 'user', content: `conversation ${i}, turn ${turn + 1}` });
+      }
+    }
+    for (const [i, s] of seen.entries()) assert.equal(s.size, 1, `conversation ${i} visited ${[...s].join(',')}`);
+  });
+
   it("counts the other routers' load on a replica (the engine's own queue) in the load override", async (t) => {
     const rd = await redis(t);
     if (rd === null) return;

@@ -23,6 +23,9 @@ import { answerInternalError, cutExchange, failExchange, queuedExchange } from '
 import { relayBody } from './relay.js';
 import { responseHeaders, upstreamHeaders } from './forward-headers.js';
 
+/** Without a shared store: nothing to publish, no other router's choice. */
+const NO_SYNC: { publish: boolean; holder?: string } = { publish: false };
+
 /**
  * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
  * (see app.factory.ts and docs/design.md §3): buffers the body (own cap), resolves the
@@ -91,9 +94,9 @@ export class DataPlaneService {
     ex.bytesIn = read.body.length;
     ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], read.body);
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
-    const publish = this.routing.shared.enabled ? await this.routing.syncShared(ex.session.id) : false;
+    const { publish, holder } = this.routing.shared.enabled ? await this.routing.syncRequest(ex.session) : NO_SYNC;
     if (ex.closed) return;
-    const d = this.routing.route(ex.session.id, publish, ex.session.prefix);
+    const d = this.routing.route(ex.session.id, publish, ex.session.prefix, { body: read.body, holder });
     if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
     if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica');
     this.send(ex, d);

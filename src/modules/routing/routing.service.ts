@@ -3,10 +3,20 @@ import { RouterConfig } from '../../config/router-config.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { SharedSessions } from '../affinity/shared-sessions.js';
 import type { PinLookup } from '../affinity/session-directory.js';
-import type { PromptChain } from '../affinity/prefix-hash.js';
+import { bodyPromptChain, type PromptChain } from '../affinity/prefix-hash.js';
+import type { ResolvedSession } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
+import { preferCached } from './first-turn.js';
 import { decide, leastOutstanding, type Decision, type PinState } from './routing.policy.js';
+
+/** What a request brings beyond its session id and prompt chain. */
+export interface RouteHints {
+  /** The buffered body: parsed for a prompt only when a session with an id has no pin yet (its first turn). */
+  readonly body?: Buffer;
+  /** A session-less request's conversation as the shared store knows it: the replica name another router last chose. */
+  readonly holder?: string;
+}
 
 /**
  * Applies the pure policy to the live table and the session directory: looks the pin up, decides,
@@ -67,35 +77,61 @@ export class RoutingService {
     return true;
   }
 
+  /**
+   * {@link syncShared} for any request. A minted id cannot be in the shared store: a session-less
+   * request asks it instead for its conversation (first-turn chain hash → replica), so turns that
+   * alternate between routers stay on one replica (issue 15 item 4, docs/scale-out.md).
+   */
+  async syncRequest(session: ResolvedSession): Promise<{ publish: boolean; holder?: string }> {
+    if (!this.shared.enabled) return { publish: false };
+    if (session.source !== 'minted') return { publish: await this.syncShared(session.id) };
+    if (session.prefix === undefined) return { publish: true };
+    return { publish: true, holder: await this.shared.fetchPrefix(session.prefix) };
+  }
+
   /** `prefix`: the prompt's block-hash chain of a session-less request (SPEC §4.1). */
-  route(sessionId: string, publish = false, prefix?: PromptChain): Decision<Replica> {
-    const d = this.decideAndApply(sessionId, prefix);
-    if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait' && (publish || d.kind !== 'retain')) {
-      this.shared.publish(sessionId, d.replica.name);
-      this.affinity.directory.markSynced(sessionId, this.affinity.clock.now());
+  route(sessionId: string, publish = false, prefix?: PromptChain, hints?: RouteHints): Decision<Replica> {
+    const d = this.decideAndApply(sessionId, prefix, hints);
+    if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait') {
+      if (publish || d.kind !== 'retain') {
+        this.shared.publish(sessionId, d.replica.name);
+        this.affinity.directory.markSynced(sessionId, this.affinity.clock.now());
+      }
+      if (prefix !== undefined && hints?.holder !== d.replica.name) this.shared.publishPrefix(prefix, d.replica.name);
     }
     return d;
   }
 
-  private decideAndApply(sessionId: string, prefix: PromptChain | undefined): Decision<Replica> {
+  private decideAndApply(sessionId: string, prefix: PromptChain | undefined, hints: RouteHints | undefined): Decision<Replica> {
     const now = this.affinity.clock.now();
     if (this.policy !== 'affinity') return this.baseline(sessionId, now);
     // A live pin is marked used here; a decision to retain it then needs no second write.
     const found = this.affinity.directory.touch(sessionId, now);
     const index = this.affinity.prefixes;
-    const match = found.status === 'none' && prefix !== undefined ? index?.match(prefix.blocks) : undefined;
-    // A match short of the first turn (a shared system prompt alone) is no conversation: `initialize`.
-    const useful = match !== undefined && match.blocks >= prefix!.minMatch;
-    const pin: PinState<Replica> = useful ? { status: 'prefix', replica: match.target } : toPinState(found);
-    const d = decide(this.registry.list, this.counter, pin, this.slack);
+    let chain = prefix;
+    if (chain === undefined && found.status === 'none' && index !== undefined && hints?.body !== undefined) {
+      // The first turn of a session with an id (no pin yet, so nothing else decides): read its prompt now.
+      const c = bodyPromptChain(hints.body);
+      if (c.blocks.length > 0) chain = c;
+    }
+    const match = found.status === 'none' && chain !== undefined ? index?.match(chain.blocks) : undefined;
+    // Session-less: the replica another router last chose for this conversation, else a local match
+    // covering the first turn. Shorter (a shared system prompt alone) is no conversation: `initialize`.
+    const held = prefix === undefined ? undefined : this.holder(hints?.holder);
+    const useful = prefix !== undefined && match !== undefined && match.blocks >= prefix.minMatch;
+    const pinned = held ?? (useful ? match.target : undefined);
+    const pin: PinState<Replica> = pinned !== undefined ? { status: 'prefix', replica: pinned } : toPinState(found);
+    let d = decide(this.registry.list, this.counter, pin, this.slack);
     if (d.kind === 'none') {
       this.rejectedCount++;
       return d;
     }
     if (d.kind === 'wait') return d;
-    if (prefix !== undefined && index !== undefined) {
+    // A new conversation goes where a long part of its prompt is cached, within the load rule (first-turn.ts).
+    if (d.kind === 'initialize' && pin.status === 'none') d = { kind: 'initialize', replica: preferCached(d.replica, match, this.slack) };
+    if (chain !== undefined && index !== undefined) {
       // Once per routed request (a queued one is counted when it leaves the queue).
-      index.record(prefix.blocks, d.replica);
+      index.record(chain.blocks, d.replica);
       for (const l of this.prefixListeners) l(match?.blocks ?? 0);
     }
     if (d.kind === 'retain') {
@@ -109,6 +145,12 @@ export class RoutingService {
       this.apply(sessionId, d.replica, now);
     }
     return d;
+  }
+
+  /** The replica a shared-store name stands for, if it is still in the table. */
+  private holder(name: string | undefined): Replica | undefined {
+    const r = name === undefined ? undefined : this.registry.get(name);
+    return r === undefined || r.removed ? undefined : r;
   }
 
   /** Benchmark baselines: no affinity at all (round-robin, or least-outstanding alone). */
