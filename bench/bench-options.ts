@@ -72,7 +72,7 @@ export class BenchArgsError extends Error {
 export const OPTIONAL_TOOLS: readonly string[] = ['wrk', 'nginx', 'haproxy'];
 
 /** The scenario keys, in run order. */
-export const SCENARIO_KEYS = ['a', 'b', 'c', 'd', 'e', 'p', 'w', 's', 'g'] as const;
+export const SCENARIO_KEYS = ['a', 'b', 'c', 'd', 'e', 'x', 'p', 'w', 's', 'g'] as const;
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The repository's `bench/` folder (this file compiles to `dist-test/bench/`). */
@@ -83,6 +83,8 @@ export const MAIN_ENTRY = resolve(HERE, '../src/main.js');
 export const SESSION_DIRECTORY_MODULE = resolve(HERE, '../src/modules/affinity/session-directory.js');
 /** Compiled scenario-d child script. */
 export const SESSION_CHILD = resolve(HERE, 'session-child.js');
+/** Compiled scenario-x child script. */
+export const PREFIX_CHILD = resolve(HERE, 'prefix-child.js');
 
 function fullPlan(): BenchPlan {
   return {

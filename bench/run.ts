@@ -10,6 +10,7 @@ import { delimiter, join } from 'node:path';
 import { BENCH_DIR, BenchArgsError, parseBenchArgs, type BenchOptions } from './bench-options.js';
 import { autoscaleScenario } from './scenario-autoscale.js';
 import { fixedLoadScenario } from './scenario-fixed-load.js';
+import { prefixScenario } from './scenario-prefix.js';
 import { profileScenario } from './scenario-profile.js';
 import { productionScenario } from './scenario-production.js';
 import { routingScenario } from './scenario-routing.js';
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly Scenario[] = [
   streamingScenario,
   sessionsScenario,
   routingScenario,
+  prefixScenario,
   profileScenario,
   productionScenario,
   stateFileScenario,
