@@ -132,7 +132,8 @@ export class RoutingService {
     if (chain !== undefined && index !== undefined) {
       // Once per routed request (a queued one is counted when it leaves the queue).
       index.record(chain.blocks, d.replica);
-      for (const l of this.prefixListeners) l(match?.blocks ?? 0);
+      // The match histogram counts session-less requests; a session's first turn only records.
+      if (prefix !== undefined) for (const l of this.prefixListeners) l(match?.blocks ?? 0);
     }
     if (d.kind === 'retain') {
       d.replica.routed++;
