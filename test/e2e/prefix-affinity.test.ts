@@ -141,6 +141,16 @@ describe('prefix affinity for requests without a session id (SPEC §4.1)', () =>
     for (let n = 1; n <= 3; n++) assert.equal(replicaOf(await first(n)), home, `session-less conversation ${n}`);
     assert.equal(replicaOf(await first(4, { 'x-session-id': 'shared-prompt-first-turn' })), home, "a session id's first turn");
     assert.equal(replicaOf(await first(5, { 'x-session-id': 'shared-prompt-second' })), home, 'and the next one');
+    // The first turn's blocks were recorded (its body was read); with a live pin the body is not read: nothing new recorded.
+    const blocks = async (): Promise<number> => sum(await metrics(), 'affinity_router_prefix_index_blocks');
+    const held = await blocks();
+    const again = await simRequest(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-session-id': 'shared-prompt-second' },
+      body: Buffer.from(JSON.stringify({ model: 'sim-model', max_tokens: 2, messages: [{ role: 'user', content: 'an unseen prompt. '.repeat(50) }] })),
+    });
+    assert.equal(again.headers['x-router-affinity'], 'retain');
+    assert.equal(await blocks(), held, 'a pinned request is not parsed for its prompt');
   });
 
   it('a prefix-held replica loaded past the slack loses the next turn (switch;reason=overload)', async () => {

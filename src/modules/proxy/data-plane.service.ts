@@ -96,7 +96,9 @@ export class DataPlaneService {
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
     const { publish, holder } = this.routing.shared.enabled ? await this.routing.syncRequest(ex.session) : NO_SYNC;
     if (ex.closed) return;
-    const d = this.routing.route(ex.session.id, publish, ex.session.prefix, { body: read.body, holder });
+    // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
+    const body = ex.session.source === 'minted' ? undefined : read.body;
+    const d = this.routing.route(ex.session.id, publish, ex.session.prefix, { body, holder });
     if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
     if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica');
     this.send(ex, d);
