@@ -78,6 +78,7 @@ export class RoutingDto {
   @Optional() @Check(integer(1)) readonly max_sessions?: number;
   @Optional() @Check(boolean) readonly prefix_affinity?: boolean;
   @Optional() @Check(integer(1)) readonly prefix_blocks?: number;
+  @Optional() @Check(boolean) readonly speed_aware?: boolean;
 }
 
 /** `health`: active health checking (seconds in the file). */

@@ -96,6 +96,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
       maxSessions: num('max-sessions'),
       prefixAffinity: setting('prefix-affinity')?.value === true,
       prefixBlocks: num('prefix-blocks'),
+      speedAware: setting('speed-aware')?.value === true,
     },
     health: {
       path: str('health-path'),

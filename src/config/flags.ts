@@ -64,6 +64,9 @@ export const FLAGS = [
   flag('prefix-affinity', 'boolean', 'true', 'route requests with no session id by prompt prefix (off: ROUTER_PREFIX_AFFINITY=false)', {
     file: 'routing.prefix_affinity',
   }),
+  flag('speed-aware', 'boolean', 'true', 'compare replicas by expected wait from their measured speed (off: ROUTER_SPEED_AWARE=false)', {
+    file: 'routing.speed_aware',
+  }),
   flag('prefix-blocks', 'count', '1000000', 'prompt-prefix blocks remembered (under 100 bytes each; least recently used dropped first)', {
     min: 1,
     file: 'routing.prefix_blocks',

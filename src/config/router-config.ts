@@ -74,6 +74,8 @@ export interface RoutingSettings {
   readonly prefixAffinity: boolean;
   /** Cap of the prefix index, in blocks. */
   readonly prefixBlocks: number;
+  /** Compare replicas by expected wait from their measured speed (SPEC §4.2); false = raw in-flight counts. */
+  readonly speedAware: boolean;
 }
 
 export interface HealthSettings {

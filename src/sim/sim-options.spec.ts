@@ -33,6 +33,14 @@ describe('parseSimArgs', () => {
     assert.equal(parseSimArgs(['--itl-ms=30', '--itl-jitter-ms=30']).itlJitterMs, 30);
   });
 
+  it('--slowdown F multiplies every timing by F, whichever flag comes first, and refuses F <= 0', () => {
+    const o = parseSimArgs(['--slowdown', '4', '--ttft-base-ms', '5', '--prefill-ms-per-token=0.5', '--itl-ms', '5', '--itl-jitter-ms', '2']);
+    assert.deepEqual([o.ttftBaseMs, o.prefillMsPerToken, o.itlMs, o.itlJitterMs, o.slowdown], [20, 2, 20, 8, 4]);
+    assert.equal(parseSimArgs(['--itl-ms', '5', '--slowdown=4']).itlMs, 20);
+    assert.equal(parseSimArgs(['--itl-ms', '5']).itlMs, 5);
+    assert.throws(() => parseSimArgs(['--slowdown', '0']), /--slowdown: "0" is not a number > 0/);
+  });
+
   it('accepts a pypto_serving.cli argv tail', () => {
     const o = parseSimArgs([
       '--model',

@@ -28,6 +28,8 @@ export interface SimOptions {
   itlMs: number;
   /** Each stream gap is drawn uniformly from `itlMs ± itlJitterMs` (0 = every gap is `itlMs`). */
   itlJitterMs: number;
+  /** `--slowdown F`: the four timings above were multiplied by F (a replica F times slower). */
+  slowdown: number;
   /** Completion length when the body has no `max_tokens` / `max_completion_tokens`. */
   outputTokens: number;
   /** Concurrent requests being generated; 0 = unlimited. */
@@ -62,6 +64,7 @@ export function defaultSimOptions(): SimOptions {
     prefillMsPerToken: 0,
     itlMs: 0,
     itlJitterMs: 0,
+    slowdown: 1,
     outputTokens: 16,
     maxRunning: 0,
     faults: noFaults(),
@@ -129,6 +132,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   'prefill-ms-per-token': v('MS  TTFT per uncached prompt token (0)', (o, x, f) => (o.prefillMsPerToken = num(f, x, 0))),
   'itl-ms': v('MS  gap between stream chunks (0)', (o, x, f) => (o.itlMs = num(f, x, 0))),
   'itl-jitter-ms': v('MS  each gap drawn uniformly from --itl-ms ± MS, at most --itl-ms (0)', (o, x, f) => (o.itlJitterMs = num(f, x, 0))),
+  slowdown: v('F  multiply the four timings above by F: a replica F times slower, e.g. 4 (1)', (o, x, f) => (o.slowdown = num(f, x, 0, true))),
   'output-tokens': v('N  completion length without max_tokens (16)', (o, x, f) => (o.outputTokens = int(f, x, 1))),
   'max-running': v('N  requests generated at once, 0 = unlimited (0)', (o, x, f) => (o.maxRunning = int(f, x, 0))),
   'fault-status': v('CODE  answer /v1 with this status', (o, x, f) => fault({ status: int(f, x, 400, 599) })(o, f)),
@@ -182,6 +186,11 @@ export function parseSimArgs(argv: readonly string[]): SimOptions {
   if (opts.itlJitterMs > opts.itlMs) {
     throw new SimArgsError(`--itl-jitter-ms: ${opts.itlJitterMs} exceeds --itl-ms ${opts.itlMs} (a gap cannot be negative)`);
   }
+  // Applied once every flag is read, so `--slowdown 4 --itl-ms 5` and `--itl-ms 5 --slowdown 4` agree.
+  opts.ttftBaseMs *= opts.slowdown;
+  opts.prefillMsPerToken *= opts.slowdown;
+  opts.itlMs *= opts.slowdown;
+  opts.itlJitterMs *= opts.slowdown;
   if (opts.faults.refuse && (!portGiven || opts.port === 0)) {
     throw new SimArgsError('--fault-refuse needs an explicit non-zero --port (the port must be known)');
   }

@@ -17,6 +17,7 @@ import { monotonic, registerFleetMetrics } from './fleet-metrics.js';
 import { registerAutoscaleMetrics } from './autoscale-metrics.js';
 import { AutoscalerService } from '../fleet/autoscaler.service.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
+import { registerSpeedMetrics } from './speed-metrics.js';
 
 const P = 'affinity_router_';
 const STATES: readonly ReplicaState[] = ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'];
@@ -178,6 +179,7 @@ export class MetricsService {
       },
     });
     registerPrefixMetrics(reg, P, affinity, routing);
+    registerSpeedMetrics(reg, P, registry, routing);
     monotonic(
       reg,
       `${P}session_evictions_total`,

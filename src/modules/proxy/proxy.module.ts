@@ -3,6 +3,7 @@ import { HealthModule } from '../health/health.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
 import { DataPlaneService } from './data-plane.service.js';
 import { ExchangeObserver } from './exchange.observer.js';
+import { SpeedFeed } from './speed-feed.js';
 
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
@@ -11,7 +12,7 @@ import { ExchangeObserver } from './exchange.observer.js';
  */
 @Module({
   imports: [RoutingModule, HealthModule],
-  providers: [DataPlaneService, ExchangeObserver],
+  providers: [DataPlaneService, ExchangeObserver, SpeedFeed],
   exports: [DataPlaneService, ExchangeObserver],
 })
 export class ProxyModule {}

@@ -41,7 +41,8 @@ export interface Abortable {
  * each has one writing module (docs/design.md, "Who writes what"; test/structure/ownership.test.ts
  * checks it): the registry (`index`, `removed`), health (`ready`, `everReady`, `failures`,
  * `successes`, `lastHealth`, `foreignLoad`), the fleet (`draining`, `stopping`, `failed`,
- * `placement.pid`), the proxy (`outstanding`, `inflight`), routing (`routed`) and the session
+ * `placement.pid`), the proxy (`outstanding`, `inflight`), routing (`routed`, `slowness`,
+ * `requestSeconds`) and the session
  * directory (`pins`, `pinEpoch`).
  */
 export class Replica {
@@ -66,6 +67,12 @@ export class Replica {
    * (other routers' traffic). 0 with a single router.
    */
   foreignLoad = 0;
+  /**
+   * Speed-aware load (SPEC §4.2), kept by routing: seconds per request over the fleet median (1 =
+   * as fast as the median, within tolerance), and the estimate itself (null: never measured).
+   */
+  slowness = 1;
+  requestSeconds: number | null = null;
   /** Exchanges currently on this replica (kept by the proxy). */
   readonly inflight = new Set<Abortable>();
   private idleWaiters: Array<() => void> = [];

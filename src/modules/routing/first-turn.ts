@@ -10,7 +10,7 @@
  * So a long shared prompt pulls its conversations together until the replica holding it is a few
  * requests ahead, then new ones spill to the next replica, which becomes a second holder.
  */
-import type { RoutableView } from './routing.policy.js';
+import { expectedWait, type RoutableView } from './routing.policy.js';
 
 /** Matched blocks (256 characters each, ~500 tokens of prefill for 8) worth one request in flight. */
 export const BLOCKS_PER_LOAD = 8;
@@ -27,5 +27,6 @@ export function preferCached<R extends RoutableView>(least: R, hint: CachedHint<
   const r = hint.target;
   const allowance = Math.min(slack, Math.floor(hint.blocks / BLOCKS_PER_LOAD));
   if (allowance < 1 || r === least || !r.routable || r.full) return least;
-  return r.load <= least.load + allowance ? r : least;
+  // Expected wait (SPEC §4.2): with equally fast replicas, the in-flight counts.
+  return expectedWait(r) <= expectedWait(least) + allowance ? r : least;
 }

@@ -19,6 +19,19 @@ export interface RoutableView {
    * what the engine reports beyond it.
    */
   readonly load: number;
+  /**
+   * Seconds per request relative to the fleet median (SPEC §4.2), exactly 1 for a replica as fast as
+   * the median within the estimator's tolerance; absent = 1 (no speed awareness).
+   */
+  readonly slowness?: number;
+}
+
+/**
+ * What load comparisons use: the expected wait of one more request, `(load + 1) × slowness`, in
+ * requests of a median replica. With slowness 1 it orders replicas exactly as `load` does.
+ */
+export function expectedWait(r: RoutableView): number {
+  return (r.load + 1) * (r.slowness ?? 1);
 }
 
 export type SwitchReason = 'overload' | 'unhealthy' | 'draining' | 'removed' | 'expired';
@@ -43,21 +56,22 @@ export type Decision<R extends RoutableView> =
   | { readonly kind: 'none' };
 
 /**
- * The routable replica with room minimising `(load, (index − counter) mod N, index)`, N being
- * the whole table, or undefined when none is routable and below its `max_inflight`.
+ * The routable replica with room minimising `(expectedWait, (index − counter) mod N, index)`, N
+ * being the whole table, or undefined when none is routable and below its `max_inflight`.
  */
 export function leastOutstanding<R extends RoutableView>(table: readonly R[], counter: number, exclude?: R): R | undefined {
   const n = table.length;
   let best: R | undefined;
-  let bestLoad = 0;
+  let bestWait = 0;
   let bestRot = 0;
   for (let i = 0; i < n; i++) {
     const r = table[i];
     if (!r.routable || r.full || r === exclude) continue;
     const rot = (((r.index - counter) % n) + n) % n;
-    if (best === undefined || r.load < bestLoad || (r.load === bestLoad && rot < bestRot)) {
+    const wait = expectedWait(r);
+    if (best === undefined || wait < bestWait || (wait === bestWait && rot < bestRot)) {
       best = r;
-      bestLoad = r.load;
+      bestWait = wait;
       bestRot = rot;
     }
   }
@@ -83,7 +97,8 @@ export function decide<R extends RoutableView>(table: readonly R[], counter: num
         return { kind: 'switch', replica: least, reason: pinned.draining ? 'draining' : 'unhealthy' };
       }
       // A full pinned replica is overloaded whatever the slack says: its next place goes to the queue.
-      if (!pinned.full && pinned.load <= least.load + slack) {
+      // The slack is in requests of a median replica: a slow replica's queue costs more per request.
+      if (!pinned.full && expectedWait(pinned) <= expectedWait(least) + slack) {
         return pin.status === 'live' ? { kind: 'retain', replica: pinned } : { kind: 'prefix', replica: pinned };
       }
       return { kind: 'switch', replica: least, reason: 'overload' };

@@ -9,6 +9,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { preferCached } from './first-turn.js';
 import { decide, leastOutstanding, type Decision, type PinState } from './routing.policy.js';
+import { ReplicaSpeeds } from './replica-speeds.js';
 
 /** What a request brings beyond its session id and prompt chain. */
 export interface RouteHints {
@@ -33,6 +34,8 @@ export class RoutingService {
   private affinityHitCount = 0;
   private readonly releaseListeners: Array<(r: Replica) => void> = [];
   private readonly prefixListeners: Array<(blocks: number) => void> = [];
+  /** Speed-aware load (SPEC §4.2) of the affinity policy; undefined with `routing.speed_aware` off. */
+  readonly speeds: ReplicaSpeeds | undefined;
 
   constructor(
     config: RouterConfig,
@@ -42,7 +45,9 @@ export class RoutingService {
   ) {
     this.slack = config.routing.affinitySlack;
     this.policy = config.routing.policy;
+    this.speeds = config.routing.speedAware && this.policy === 'affinity' ? new ReplicaSpeeds(affinity.clock) : undefined;
     registry.onRemoved((r) => {
+      this.speeds?.forget(r);
       affinity.directory.release(r);
       affinity.prefixes?.release(r);
       const n = registry.list.length;
@@ -121,6 +126,7 @@ export class RoutingService {
     const useful = prefix !== undefined && match !== undefined && match.blocks >= prefix.minMatch;
     const pinned = held ?? (useful ? match.target : undefined);
     const pin: PinState<Replica> = pinned !== undefined ? { status: 'prefix', replica: pinned } : toPinState(found);
+    this.speeds?.refresh(this.registry.list);
     let d = decide(this.registry.list, this.counter, pin, this.slack);
     if (d.kind === 'none') {
       this.rejectedCount++;

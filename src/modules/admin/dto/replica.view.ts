@@ -15,6 +15,22 @@ export class CapacityView {
   @ApiProperty({ example: ['node-d2'], type: [String], description: 'slots a launch may take now' }) readonly free_slots!: string[];
 }
 
+export class SpeedView {
+  @ApiProperty({
+    example: 0.42,
+    nullable: true,
+    type: Number,
+    description:
+      'expected seconds in flight per request, from its recent requests, as of the last routing decision (decays towards the fleet median without new samples); null: never measured',
+  })
+  readonly seconds_per_request!: number | null;
+  @ApiProperty({
+    example: 1,
+    description: 'seconds_per_request over the fleet median, exactly 1 within the tolerance; load comparisons weigh its in-flight count by it',
+  })
+  readonly slowness!: number;
+}
+
 export class ReplicaView {
   @ApiProperty({ example: 'node-d0' }) readonly name!: string;
   @ApiProperty({ example: 'http://127.0.0.1:8001' }) readonly url!: string;
@@ -32,6 +48,8 @@ export class ReplicaView {
   @ApiProperty({ example: 12345, nullable: true, type: Number }) readonly pid!: number | null;
   @ApiProperty({ example: '/tmp/affinity-router/node-d0.log', nullable: true, type: String }) readonly log_path!: string | null;
   @ApiProperty({ type: HealthView, nullable: true }) readonly last_health!: HealthView | null;
+  @ApiProperty({ type: SpeedView, description: 'speed-aware load (SPEC §4.2); slowness 1 and null seconds with routing.speed_aware off' })
+  readonly speed!: SpeedView;
 }
 
 export class ReplicaListView {
@@ -57,6 +75,7 @@ export function replicaView(r: Replica): ReplicaView {
     pid: p?.pid ?? null,
     log_path: p?.logPath ?? null,
     last_health: r.lastHealth,
+    speed: { seconds_per_request: r.requestSeconds === null ? null : Math.round(r.requestSeconds * 1e6) / 1e6, slowness: Math.round(r.slowness * 1e4) / 1e4 },
   };
 }
 
