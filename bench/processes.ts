@@ -99,8 +99,10 @@ export async function startRouter(
   sims: readonly SimProcess[],
   flags: readonly string[] = [],
   nodeArgs: readonly string[] = [],
+  /** Merged into the config file (e.g. `{ routing: { speed_aware: false } }`, which no flag can say). */
+  extraConfig: Record<string, unknown> = {},
 ): Promise<BenchRouter> {
-  const config = { replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) };
+  const config = { replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), ...extraConfig };
   const file = join(ctx.tmpDir, `router-${++routerSeq}.json`);
   writeFileSync(file, JSON.stringify(config, null, 2));
   const port = await freePort();

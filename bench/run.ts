@@ -15,6 +15,7 @@ import { profileScenario } from './scenario-profile.js';
 import { productionScenario } from './scenario-production.js';
 import { routingScenario } from './scenario-routing.js';
 import { sessionsScenario } from './scenario-sessions.js';
+import { speedScenario } from './scenario-speed.js';
 import { stateFileScenario } from './scenario-statefile.js';
 import { streamingScenario } from './scenario-streaming.js';
 import { throughputScenario } from './scenario-throughput.js';
@@ -29,6 +30,7 @@ export const SCENARIOS: readonly Scenario[] = [
   sessionsScenario,
   routingScenario,
   prefixScenario,
+  speedScenario,
   profileScenario,
   productionScenario,
   stateFileScenario,

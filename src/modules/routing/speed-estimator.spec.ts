@@ -28,6 +28,16 @@ describe('speed estimator (SPEC §4.2)', () => {
     assert.ok(Math.abs(f[1].slowness - 4) < 0.01, `b: ${f[1].slowness}`);
   });
 
+  it('cold start: a replica never measured whose oldest request is in flight longer than the median counts as that slow', () => {
+    const clock = new ManualClock();
+    const e = new SpeedEstimator<string>(clock);
+    feed(e, clock, { a: 0.2, b: 0.2 }, 5);
+    assert.deepEqual(e.factors(['a', 'b', 'c'], [0, 0, 0.15])[2], { seconds: null, slowness: 1 });
+    assert.deepEqual(e.factors(['a', 'b', 'c'], [0, 0, 0.8])[2], { seconds: 0.8, slowness: 4 });
+    // Measured replicas go by their samples, whatever is pending on them.
+    assert.equal(e.factors(['a', 'b', 'c'], [5, 0, 0])[0].slowness, 1);
+  });
+
   it('a replica 4x slower than the others gets slowness 4; the others exactly 1', () => {
     const clock = new ManualClock();
     const e = new SpeedEstimator<string>(clock);
@@ -68,6 +78,15 @@ describe('speed estimator (SPEC §4.2)', () => {
     assert.deepEqual(slowness(e, ['r0', 'r1', 'r2']), [1, 1, 1]);
   });
 
+  it('a few milliseconds per request are noise: 10 ms against 30 ms counts as equal, 100 ms against 400 ms does not', () => {
+    const clock = new ManualClock();
+    const e = new SpeedEstimator<string>(clock);
+    feed(e, clock, { r0: 0.01, r1: 0.01, r2: 0.03 }, 20, 0);
+    assert.deepEqual(slowness(e, ['r0', 'r1', 'r2']), [1, 1, 1]);
+    feed(e, clock, { a: 0.1, b: 0.1, c: 0.4 }, 20, 0);
+    assert.deepEqual(slowness(e, ['a', 'b', 'c']), [1, 1, 4]);
+  });
+
   it('a replica that recovers is recognised from its new samples', () => {
     const clock = new ManualClock();
     const e = new SpeedEstimator<string>(clock);
@@ -103,5 +122,6 @@ describe('speed estimator (SPEC §4.2)', () => {
     assert.throws(() => new SpeedEstimator(clock, { alpha: 0 }), /alpha must be in \(0, 1\], got 0/);
     assert.throws(() => new SpeedEstimator(clock, { staleHalfLifeMs: 0 }), /staleHalfLifeMs must be > 0/);
     assert.throws(() => new SpeedEstimator(clock, { tolerance: -0.1 }), /tolerance must be >= 0/);
+    assert.throws(() => new SpeedEstimator(clock, { minDifference: -1 }), /minDifference must be >= 0/);
   });
 });
