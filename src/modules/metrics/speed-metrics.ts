@@ -10,7 +10,7 @@ import type { RoutingService } from '../routing/routing.service.js';
 export function registerSpeedMetrics(reg: Registry, P: string, registry: RegistryService, routing: RoutingService): void {
   new Gauge({
     name: `${P}replica_request_seconds`,
-    help: 'Estimated seconds in flight per request on the replica, from its recent requests, as of the last routing decision (speed-aware load); replicas never measured are left out.',
+    help: 'Estimated seconds in flight per request on the replica (median of its last 16 answers), as of the last routing decision (speed-aware load); replicas with fewer than 8 answers are left out.',
     labelNames: ['replica'],
     registers: [reg],
     collect() {
@@ -21,7 +21,7 @@ export function registerSpeedMetrics(reg: Registry, P: string, registry: Registr
   });
   new Gauge({
     name: `${P}replica_slowness`,
-    help: 'Seconds per request over the fleet median (1: as fast as the median within tolerance); load comparisons weigh in-flight counts by it.',
+    help: 'Seconds per request over the fleet median (1: within 1.5x or 50 ms of it); load comparisons weigh in-flight counts by it.',
     labelNames: ['replica'],
     registers: [reg],
     collect() {

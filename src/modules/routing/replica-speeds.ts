@@ -10,14 +10,6 @@ export const SPEED_REFRESH_MS = 100;
  * time in flight, and before routing the replicas' `slowness` and `requestSeconds` are refreshed
  * (at most every {@link SPEED_REFRESH_MS}) for the pure policy to read.
  */
-/** How long `r`'s oldest request still in flight has been on it (0: none, or not written yet). */
-function pendingSeconds(r: Replica, now: number): number {
-  const oldest: unknown = r.inflight.values().next().value;
-  if (typeof oldest !== 'object' || oldest === null || !('upstreamWrittenAt' in oldest)) return 0;
-  const at = oldest.upstreamWrittenAt;
-  return typeof at === 'number' && at > 0 ? Math.max(0, now - at) / 1000 : 0;
-}
-
 export class ReplicaSpeeds {
   readonly estimator: SpeedEstimator<Replica>;
   private refreshedAt = -Infinity;
@@ -42,10 +34,7 @@ export class ReplicaSpeeds {
     const now = this.clock.now();
     if (!force && now - this.refreshedAt < SPEED_REFRESH_MS) return;
     this.refreshedAt = now;
-    const f = this.estimator.factors(
-      list,
-      list.map((r) => pendingSeconds(r, now)),
-    );
+    const f = this.estimator.factors(list);
     for (let i = 0; i < list.length; i++) {
       const r = list[i];
       r.slowness = f[i].slowness;

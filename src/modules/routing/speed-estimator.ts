@@ -6,11 +6,12 @@
  * Why this signal rather than time to first byte or the gaps between chunks: docs/design.md §6.1.
  *
  * Stability rules:
- * - the estimate is an exponentially weighted mean (a running mean over the first samples);
- * - without new samples it decays towards the fleet median (half-life `staleHalfLifeMs`), so a
- *   replica that stopped receiving traffic because it was slow is tried again once it may have
- *   recovered, and a replica never measured (cold start) counts as the median — unless a request
- *   has already been in flight there for longer than the median (then at least that long);
+ * - the estimate is the median of the replica's last `window` samples: one long answer (a
+ *   thousand-token stream among short ones) or one stall of the host does not move it;
+ * - a replica with fewer than `minSamples` samples counts as the fleet median (cold start);
+ * - without new samples an estimate decays towards the fleet median (half-life
+ *   `staleHalfLifeMs`), so a replica that stopped receiving traffic because it was slow is tried
+ *   again once it may have recovered;
  * - `slowness` is the estimate over the fleet median, snapped to exactly 1 within `tolerance` (or
  *   within `minDifference` seconds), so equally fast replicas compare by their in-flight counts
  *   alone, as without speed awareness.
@@ -18,11 +19,13 @@
 import type { Clock } from '../../common/clock.js';
 
 export interface SpeedEstimatorOptions {
-  /** Weight of a new sample once `1 / alpha` samples were seen (default 0.1). */
-  readonly alpha: number;
+  /** Samples kept per replica; the estimate is their median (default 16). */
+  readonly window: number;
+  /** Samples a replica needs before its estimate counts (default 8). */
+  readonly minSamples: number;
   /** Half-life of an estimate's distance to the fleet median without new samples (default 10 s). */
   readonly staleHalfLifeMs: number;
-  /** Relative distance to the median within which a replica counts as exactly median (default 0.3). */
+  /** Relative distance to the median within which a replica counts as exactly median (default 0.5: within 1.5×). */
   readonly tolerance: number;
   /**
    * Absolute distance to the median (seconds) within which a replica counts as exactly median
@@ -31,19 +34,19 @@ export interface SpeedEstimatorOptions {
   readonly minDifference: number;
 }
 
-export const DEFAULT_SPEED_OPTIONS: SpeedEstimatorOptions = { alpha: 0.1, staleHalfLifeMs: 10_000, tolerance: 0.3, minDifference: 0.05 };
+export const DEFAULT_SPEED_OPTIONS: SpeedEstimatorOptions = { window: 16, minSamples: 8, staleHalfLifeMs: 10_000, tolerance: 0.5, minDifference: 0.05 };
 
 interface Estimate {
-  seconds: number;
+  readonly ring: Float64Array;
   samples: number;
   lastAt: number;
 }
 
 /** One replica's standing, as `factors` computes it. */
 export interface SpeedFactor {
-  /** Expected seconds in flight per request (decayed towards the median), or null when nothing was ever measured. */
+  /** Expected seconds in flight per request (decayed towards the median), or null before `minSamples` samples. */
   readonly seconds: number | null;
-  /** `seconds` over the fleet median, 1 within the tolerance (and for a replica never measured). */
+  /** `seconds` over the fleet median, 1 within the tolerance (and for a replica not yet measured). */
   readonly slowness: number;
 }
 
@@ -57,8 +60,9 @@ export class SpeedEstimator<K> {
     options: Partial<SpeedEstimatorOptions> = {},
   ) {
     this.options = { ...DEFAULT_SPEED_OPTIONS, ...options };
-    const { alpha, staleHalfLifeMs, tolerance, minDifference } = this.options;
-    if (!(alpha > 0 && alpha <= 1)) throw new RangeError(`SpeedEstimator: alpha must be in (0, 1], got ${alpha}`);
+    const { window, minSamples, staleHalfLifeMs, tolerance, minDifference } = this.options;
+    if (!(Number.isInteger(window) && window >= 1)) throw new RangeError(`SpeedEstimator: window must be an integer >= 1, got ${window}`);
+    if (!(Number.isInteger(minSamples) && minSamples >= 1)) throw new RangeError(`SpeedEstimator: minSamples must be an integer >= 1, got ${minSamples}`);
     if (!(staleHalfLifeMs > 0)) throw new RangeError(`SpeedEstimator: staleHalfLifeMs must be > 0, got ${staleHalfLifeMs}`);
     if (!(tolerance >= 0)) throw new RangeError(`SpeedEstimator: tolerance must be >= 0, got ${tolerance}`);
     if (!(minDifference >= 0)) throw new RangeError(`SpeedEstimator: minDifference must be >= 0, got ${minDifference}`);
@@ -67,16 +71,14 @@ export class SpeedEstimator<K> {
   /** One request finished on `key` after `seconds` in flight (ignored unless finite and > 0). */
   observe(key: K, seconds: number): void {
     if (!(seconds > 0) || !Number.isFinite(seconds)) return;
-    const now = this.clock.now();
-    const e = this.byKey.get(key);
+    let e = this.byKey.get(key);
     if (e === undefined) {
-      this.byKey.set(key, { seconds, samples: 1, lastAt: now });
-      return;
+      e = { ring: new Float64Array(this.options.window), samples: 0, lastAt: 0 };
+      this.byKey.set(key, e);
     }
+    e.ring[e.samples % e.ring.length] = seconds;
     e.samples++;
-    const w = Math.max(this.options.alpha, 1 / e.samples);
-    e.seconds += w * (seconds - e.seconds);
-    e.lastAt = now;
+    e.lastAt = this.clock.now();
   }
 
   /** Drop what is known of `key` (the replica left the table). */
@@ -91,39 +93,32 @@ export class SpeedEstimator<K> {
 
   /**
    * Each key's decayed estimate and slowness relative to the median of the keys' (undecayed)
-   * estimates; keys never measured count as that median, or as `pendingSeconds[i]` (how long key
-   * i's oldest request has been in flight) when that is longer. Same order as `keys`.
+   * estimates; keys with fewer than `minSamples` samples count as that median. Same order as `keys`.
    */
-  factors(keys: readonly K[], pendingSeconds?: readonly number[]): SpeedFactor[] {
-    const known: number[] = [];
-    for (const k of keys) {
+  factors(keys: readonly K[]): SpeedFactor[] {
+    const own = keys.map((k) => {
       const e = this.byKey.get(k);
-      if (e !== undefined) known.push(e.seconds);
-    }
+      return e === undefined || e.samples < this.options.minSamples
+        ? undefined
+        : { at: e.lastAt, seconds: medianOf(e.ring.subarray(0, Math.min(e.samples, e.ring.length))) };
+    });
+    const known = own.filter((x) => x !== undefined).map((x) => x.seconds);
     if (known.length === 0) return keys.map(() => ({ seconds: null, slowness: 1 }));
     const median = medianOf(known);
     const now = this.clock.now();
     const { staleHalfLifeMs, tolerance, minDifference } = this.options;
-    const snap = (seconds: number): number => {
+    return own.map((x) => {
+      if (x === undefined) return { seconds: null, slowness: 1 };
+      const seconds = median + (x.seconds - median) * Math.pow(2, -Math.max(0, now - x.at) / staleHalfLifeMs);
       const ratio = seconds / median;
-      return Math.abs(seconds - median) <= minDifference || (ratio <= 1 + tolerance && ratio >= 1 / (1 + tolerance)) ? 1 : ratio;
-    };
-    return keys.map((k, i) => {
-      const e = this.byKey.get(k);
-      if (e === undefined) {
-        // Cold start: a request already in flight longer than the median is evidence of a slow replica.
-        const pending = pendingSeconds?.[i] ?? 0;
-        return pending > median ? { seconds: pending, slowness: snap(pending) } : { seconds: null, slowness: 1 };
-      }
-      const age = Math.max(0, now - e.lastAt);
-      const seconds = median + (e.seconds - median) * Math.pow(2, -age / staleHalfLifeMs);
-      return { seconds, slowness: snap(seconds) };
+      const equal = Math.abs(seconds - median) <= minDifference || (ratio <= 1 + tolerance && ratio >= 1 / (1 + tolerance));
+      return { seconds, slowness: equal ? 1 : ratio };
     });
   }
 }
 
-function medianOf(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
+function medianOf(xs: ArrayLike<number>): number {
+  const s = Float64Array.from(xs).sort();
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }

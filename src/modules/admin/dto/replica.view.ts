@@ -21,12 +21,12 @@ export class SpeedView {
     nullable: true,
     type: Number,
     description:
-      'expected seconds in flight per request, from its recent requests, as of the last routing decision (decays towards the fleet median without new samples); null: never measured',
+      'expected seconds in flight per request (median of its last 16 answers), as of the last routing decision (decays towards the fleet median without new samples); null: fewer than 8 answers yet',
   })
   readonly seconds_per_request!: number | null;
   @ApiProperty({
     example: 1,
-    description: 'seconds_per_request over the fleet median, exactly 1 within the tolerance; load comparisons weigh its in-flight count by it',
+    description: 'seconds_per_request over the fleet median, exactly 1 within 1.5x or 50 ms; load comparisons weigh its in-flight count by it',
   })
   readonly slowness!: number;
 }
