@@ -35,6 +35,7 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
       'routed',
       'sessions',
       'slot',
+      'speed',
       'state',
       'url',
     ]);
