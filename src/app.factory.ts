@@ -13,6 +13,10 @@ import { ProblemFilter } from './common/errors/problem.filter.js';
 import { LifecycleService } from './modules/lifecycle/lifecycle.service.js';
 import { LeaderService } from './modules/cluster/leader.service.js';
 import { DataPlaneService } from './modules/proxy/data-plane.service.js';
+import { admitAdminRequest } from './common/auth/admin-gate.js';
+import { AdminTokenCheck } from './common/auth/admin-token.js';
+import { adminJsonParser } from './common/errors/admin-json.js';
+import { clientErrorHandler, frameworkErrorHandler } from './common/errors/edge-errors.js';
 
 /** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 75_000;
@@ -22,6 +26,14 @@ const KEEP_ALIVE_TIMEOUT_MS = 75_000;
  * streams Node's default of 511 filled and new clients' SYNs were dropped (bench w).
  */
 const LISTEN_BACKLOG = 4_096;
+/** Admin bodies are small DTOs. */
+const ADMIN_BODY_LIMIT = 1024 * 1024;
+/**
+ * Longest route parameter: `/sessions/:id` takes every id the data plane accepts, and an id the
+ * data plane would replace by its hash can be managed too (sessions.controller.ts). Node's header
+ * limit (16 KiB, the request line included) is the real bound.
+ */
+const MAX_PARAM_LENGTH = 16 * 1024;
 
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const doc = new DocumentBuilder()
@@ -40,6 +52,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
 /** Build the Nest application (not listening). Used by main.ts and by the tests. */
 export async function createApp(config: RouterConfig, opts: AppOptions = {}): Promise<NestFastifyApplication> {
   let dataPlane: DataPlaneService | undefined;
+  let log: AppLogger | undefined;
+  const adminAuth = new AdminTokenCheck(config.adminToken, config.adminOpen);
   const adapter = new FastifyAdapter({
     // The HTTP server is built here rather than by Fastify: `/v1/` goes to the data plane straight
     // from its request listener, everything else to Fastify (docs/design.md §3). With a factory,
@@ -57,19 +71,25 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
         (req, res) => {
           // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
           if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
-          else fastifyHandler(req, res);
+          // The admin token is checked before Fastify routes, parses or reads anything (SPEC §1).
+          else if (log === undefined || admitAdminRequest(req, res, adminAuth, log)) fastifyHandler(req, res);
         },
       ),
-    bodyLimit: 1024 * 1024,
+    bodyLimit: ADMIN_BODY_LIMIT,
     return503OnClosing: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Fastify's and Node's own refusals in the router's error shapes (SPEC §8).
+    frameworkErrors: frameworkErrorHandler(() => log),
+    clientErrorHandler: clientErrorHandler(() => log),
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, opts), adapter, {
     bufferLogs: true,
     abortOnError: false,
   });
   dataPlane = app.get(DataPlaneService);
-  const log = app.get<AppLogger>(APP_LOGGER);
+  log = app.get<AppLogger>(APP_LOGGER);
   app.useLogger(new NestLoggerAdapter(log));
+  app.useBodyParser('application/json', { bodyLimit: ADMIN_BODY_LIMIT }, adminJsonParser(app.getHttpAdapter().getInstance()));
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }));
   app.useGlobalFilters(new ProblemFilter(log));
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });

@@ -157,7 +157,8 @@ describe('hostile session ids and echoed values (issue 7 §7)', () => {
     for (const path of ['/sessions/x%0D%0ASet-Cookie:%20pwned=1', '/replicas/x%0D%0AX-Evil:%201', '/sessions/%E2%80%A8x%0Ax']) {
       for (const method of ['GET', 'DELETE', 'PUT']) {
         const r = await adminCall(router, method, path, method === 'PUT' ? { body: { replica: 'x\r\nX-Evil: 1' } } : {});
-        assert.ok(r.status >= 400 && r.status < 500, `${method} ${path}: ${r.status}`);
+        // An invalid session id is looked up under its h-<sha256> replacement (as the data plane stores it), so it may exist.
+        assert.ok(r.status < 500, `${method} ${path}: ${r.status}`);
         assert.equal(r.headers['set-cookie'], undefined);
         assert.equal(r.headers['x-evil'], undefined);
       }

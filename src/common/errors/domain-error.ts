@@ -15,6 +15,7 @@ export const DOMAIN_ERROR_STATUS = {
   stop_incomplete: 502,
   not_leader: 409,
   autoscale_off: 409,
+  body_too_deep: 400,
 } as const;
 
 export type DomainErrorCode = keyof typeof DOMAIN_ERROR_STATUS;

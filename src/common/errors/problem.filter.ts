@@ -1,11 +1,11 @@
 import { ArgumentsHost, Catch, HttpException, Inject, type ExceptionFilter } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { auditRefusal } from '../audit/audit.js';
 import { APP_LOGGER } from '../logging/logging.module.js';
 import type { AppLogger } from '../logging/logger.js';
 import { DomainError } from './domain-error.js';
+import { problemBody } from './problem.js';
 
 /**
  * The one exception filter of the admin API: RFC 9457 problem+json that also carries
@@ -44,16 +44,8 @@ export class ProblemFilter implements ExceptionFilter {
       detail = `internal error ${id}; the router log has the cause`;
       extra = { error_id: id };
     }
-    const body = {
-      type: code !== undefined ? `urn:affinity-router:error:${code}` : 'about:blank',
-      title: STATUS_CODES[status] ?? 'Error',
-      status,
-      detail,
-      message: detail,
-      ...(code !== undefined ? { code } : {}),
-      ...extra,
-    };
-    auditRefusal(this.log, host.switchToHttp().getRequest<FastifyRequest>(), status, detail);
+    const body = problemBody(status, detail, code, extra);
+    auditRefusal(this.log, host.switchToHttp().getRequest<FastifyRequest>().raw, status, detail);
     if (status === 401) void reply.header('www-authenticate', 'Bearer');
     void reply.status(status).header('content-type', 'application/problem+json').send(JSON.stringify(body));
   }

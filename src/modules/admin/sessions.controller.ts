@@ -7,6 +7,7 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { CLIENT_ID } from '../../common/client-id.js';
+import { replacementId } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { audited } from '../../common/audit/audit.js';
@@ -38,8 +39,8 @@ export class SessionsController {
   @Get(':id')
   @ApiOkResponse({ type: SessionView })
   @ApiNotFoundResponse({ description: 'no live pin for this session' })
-  get(@Param('id') id: string): SessionView {
-    checkId(id);
+  get(@Param('id') raw: string): SessionView {
+    const id = storedId(raw);
     const now = this.affinity.clock.now();
     const l = this.affinity.directory.lookup(id, now);
     if (l.status !== 'live') throw new DomainError('unknown_session', `no live pin for session '${id}'`);
@@ -56,9 +57,9 @@ export class SessionsController {
   @ApiOkResponse({ type: SessionView, description: 'pinned; the next turn goes to this replica (X-Router-Affinity: retain)' })
   @ApiNotFoundResponse({ description: 'unknown replica' })
   @ApiConflictResponse({ description: 'the replica is not routable' })
-  async pin(@Param('id') id: string, @Body() body: PinSessionDto, @Req() req: FastifyRequest): Promise<SessionView> {
+  async pin(@Param('id') raw: string, @Body() body: PinSessionDto, @Req() req: FastifyRequest): Promise<SessionView> {
+    const id = storedId(raw);
     return audited(this.log, req, `pin session ${id} to ${body.replica}`, () => {
-      checkId(id);
       const r = this.registry.get(body.replica);
       if (r === undefined) throw new DomainError('unknown_replica', `no replica named '${body.replica}'`);
       if (!r.routable) throw new DomainError('replica_not_routable', `replica '${r.name}' is not routable (state ${r.state})`);
@@ -71,16 +72,19 @@ export class SessionsController {
   @HttpCode(204)
   @ApiNoContentResponse({ description: 'unpinned; the next turn is routed as a new session' })
   @ApiNotFoundResponse({ description: 'no live pin for this session' })
-  async unpin(@Param('id') id: string, @Req() req: FastifyRequest): Promise<void> {
+  async unpin(@Param('id') raw: string, @Req() req: FastifyRequest): Promise<void> {
+    const id = storedId(raw);
     await audited(this.log, req, `unpin session ${id}`, () => {
-      checkId(id);
       if (!this.routing.unpin(id)) throw new DomainError('unknown_session', `no live pin for session '${id}'`);
     });
   }
 }
 
-function checkId(id: string): void {
-  if (!CLIENT_ID.test(id)) {
-    throw new DomainError('unknown_session', `session id must match [A-Za-z0-9._:-]{1,128}; the router stores bad ids under their h-<sha256> replacement`);
-  }
+/**
+ * The id a session is stored under, as the data plane resolves it (session-id.ts): a valid id as it
+ * is, any other (over 128 characters, other characters) as its `h-<sha256>` replacement. So every
+ * session a client can create can be read, pinned and unpinned by the id the client sent.
+ */
+function storedId(id: string): string {
+  return CLIENT_ID.test(id) ? id : replacementId(Buffer.from(id, 'utf8'));
 }
