@@ -20,6 +20,7 @@ import { ConfigError, type ConfigProblem } from './config-error.js';
 import { buildAutoscale } from './config.autoscale.js';
 import { buildFleet, type Fleet } from './config.fleet.js';
 import { parseConfigFile } from './config.parse.js';
+import { bodyMemoryBytes } from './body-memory.js';
 import { readCommandLine, resolveAdminToken, settingResolver, type Env, type Setting } from './config.sources.js';
 import { validateConfigFile, type ConfigFileCheck } from './config.validate.js';
 import { FLAGS, type FlagKey } from './flags.js';
@@ -78,6 +79,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
   } else if (adminToken === undefined && fleet.hosts.length > 0) {
     warnings.push('no admin token configured: the admin API answers 403 (set ROUTER_ADMIN_TOKEN or ROUTER_ADMIN_TOKEN_FILE)');
   }
+  const bodyMemory = bodyMemoryBytes(setting('body-memory'), num('max-body'), problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return new RouterConfig({
@@ -124,6 +126,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     leaseTtlMs: num('lease-ttl'),
     discardState: setting('discard-state')?.value === true,
     maxBodyBytes: num('max-body'),
+    bodyMemoryBytes: bodyMemory,
     headerTimeoutMs: num('header-timeout'),
     bodyTimeoutMs: num('body-timeout'),
     logLevel: str('log-level'),

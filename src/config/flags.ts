@@ -97,6 +97,7 @@ export const FLAGS = [
   flag('header-timeout', 'seconds', '10', 'seconds a client has to send the request headers (slow-client protection)'),
   flag('body-timeout', 'seconds', '300', 'seconds a client has to send the whole request, body included'),
   flag('max-body', 'bytes', '64MiB', 'largest request body, in bytes or with a KiB/MiB/GiB suffix'),
+  flag('body-memory', 'bytes', undefined, 'request-body bytes held at once; past it 503 overloaded (default a quarter of the heap limit)'),
   flag('log-level', 'enum', 'info', 'log level', { choices: LOG_LEVELS }),
   flag('log-format', 'enum', undefined, 'log format (default json, or pretty when stdout is a terminal)', { choices: ['json', 'pretty'] }),
   flag('admin-token', 'string', undefined, 'admin API bearer token (visible in ps: prefer the environment twin)'),

@@ -135,6 +135,8 @@ export interface RouterConfigFields {
   readonly leaseTtlMs: number;
   readonly discardState: boolean;
   readonly maxBodyBytes: number;
+  /** Request-body bytes the data plane holds at once, router-wide (`--body-memory`). */
+  readonly bodyMemoryBytes: number;
   /** Client must send the request headers within this (Node's headersTimeout). */
   readonly headerTimeoutMs: number;
   /** Client must send the whole request within this (Node's requestTimeout). */

@@ -16,10 +16,11 @@ import { AdmissionService, type Routed } from '../routing/admission.service.js';
 import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { affinityHeader } from '../routing/routing.policy.js';
 import { readBody } from './body-reader.js';
+import { BodyBudget } from './body-budget.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
-import { answerInternalError, cutExchange, failExchange, queuedExchange } from './exchange-end.js';
+import { answerInternalError, cutExchange, failExchange, queuedExchange, refuseBody } from './exchange-end.js';
 import { relayBody } from './relay.js';
 import { responseHeaders, upstreamHeaders } from './forward-headers.js';
 
@@ -45,6 +46,7 @@ export class DataPlaneService {
     private readonly lifecycle: LifecycleService,
     private readonly observer: ExchangeObserver,
     private readonly admission: AdmissionService,
+    private readonly bodies: BodyBudget,
     shutdown: ShutdownService,
     private readonly internalErrors: InternalErrors,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
@@ -82,14 +84,13 @@ export class DataPlaneService {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       return relayModels(ex, this.registry.list, this.config.modelsTimeoutMs);
     }
-    const read = await readBody(req, this.config.maxBodyBytes);
+    const read = await readBody(req, this.config.maxBodyBytes, this.bodies);
     if (!read.ok) {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       if (read.reason === 'aborted') return void ex.end('client_abort');
-      res.setHeader('connection', 'close');
-      res.once('finish', () => req.socket.destroySoon());
-      return failExchange(ex, 'body_too_large', 'rejected', `request body is larger than the router accepts (${this.config.maxBodyBytes} bytes)`);
+      return refuseBody(ex, read.reason, this.config.maxBodyBytes, this.bodies.capacity);
     }
+    this.bodies.giveOnClose(res, read.held);
     ex.body = read.body;
     ex.bytesIn = read.body.length;
     ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], read.body);
@@ -284,7 +285,8 @@ export class DataPlaneService {
     } else {
       ex.end('ok');
     }
-    if (ex.status === 0) ex.status = ex.res.statusCode;
+    // A client that left before the response started: 499, not the 200 res.statusCode defaults to.
+    if (ex.status === 0) ex.status = ex.cause === 'client_abort' && !ex.res.headersSent ? 499 : ex.res.statusCode;
     this.release(ex);
     this.observer.ended(ex);
   }

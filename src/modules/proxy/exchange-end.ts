@@ -63,3 +63,15 @@ export function answerInternalError(ex: Exchange, err: unknown, errors: Internal
     ex.res.destroy();
   }
 }
+
+/**
+ * A body the router will not hold (SPEC §3): 413 `body_too_large` over `--max-body`, 503
+ * `overloaded` (with Retry-After) when it does not fit in what is left of `--body-memory`. Both are
+ * answered before the body is read; the connection closes after the answer, the unread body with it.
+ */
+export function refuseBody(ex: Exchange, reason: 'too_large' | 'over_budget', maxBody: number, bodyMemory: number): void {
+  ex.res.setHeader('connection', 'close');
+  ex.res.once('finish', () => ex.req.socket.destroySoon());
+  if (reason === 'too_large') return failExchange(ex, 'body_too_large', 'rejected', `request body is larger than the router accepts (${maxBody} bytes)`);
+  failExchange(ex, 'overloaded', 'rejected', `request bodies held by the router are at its memory budget (--body-memory ${bodyMemory} bytes); retry shortly`);
+}

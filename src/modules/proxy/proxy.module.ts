@@ -4,6 +4,7 @@ import { RoutingModule } from '../routing/routing.module.js';
 import { DataPlaneService } from './data-plane.service.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { SpeedFeed } from './speed-feed.js';
+import { BodyBudget } from './body-budget.js';
 
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
@@ -12,7 +13,7 @@ import { SpeedFeed } from './speed-feed.js';
  */
 @Module({
   imports: [RoutingModule, HealthModule],
-  providers: [DataPlaneService, ExchangeObserver, SpeedFeed],
+  providers: [DataPlaneService, ExchangeObserver, SpeedFeed, BodyBudget],
   exports: [DataPlaneService, ExchangeObserver],
 })
 export class ProxyModule {}
