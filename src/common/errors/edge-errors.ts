@@ -48,7 +48,8 @@ function clientErrorOf(err: NodeJS.ErrnoException): { status: number; code: stri
 /**
  * The HTTP server's `clientError` handler (as Fastify's `clientErrorHandler`): answers the client
  * in the shape of the URL it was sending, when the parser got that far, else problem+json; then
- * closes the connection, as Node does. Nothing is written once a response started on it.
+ * closes the connection, as Node does. Nothing is written once a response started on it; garbage
+ * after a complete pipelined request is answered once that request's response is out.
  */
 export function clientErrorHandler(log: () => AppLogger | undefined): (err: NodeJS.ErrnoException, socket: Socket) => void {
   return (err, socket) => {
@@ -58,14 +59,26 @@ export function clientErrorHandler(log: () => AppLogger | undefined): (err: Node
     const e = clientErrorOf(err);
     const l = log();
     if (incoming !== undefined && l !== undefined) auditRefusal(l, incoming, e.status, e.detail);
-    if (socket.writable && s._httpMessage?.headersSent !== true) {
-      const openai = incoming?.url?.startsWith('/v1/') === true;
-      const body = JSON.stringify(openai ? { object: 'error', message: e.detail, type: e.type, code: e.code } : problemBody(e.status, e.detail, e.code));
-      const type = openai ? 'application/json' : 'application/problem+json';
-      socket.write(
-        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+    // Garbage pipelined after a complete request: that request's answer goes out first, then the 400.
+    const pending = s._httpMessage;
+    if (e.status === 400 && pending != null && !pending.writableFinished && !pending.destroyed && incoming?.complete !== false) {
+      pending.once('close', () => answer(socket, e, undefined));
+      return;
     }
-    socket.destroy(err);
+    answer(socket, e, incoming);
   };
+}
+
+/** Writes the refusal on the raw socket (unless a response started on it), then closes the connection, as Node does. */
+function answer(socket: Socket, e: ReturnType<typeof clientErrorOf>, incoming: IncomingMessage | undefined): void {
+  const started = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage?.headersSent === true;
+  if (!socket.destroyed && socket.writable && !started) {
+    const openai = incoming?.url?.startsWith('/v1/') === true;
+    const body = JSON.stringify(openai ? { object: 'error', message: e.detail, type: e.type, code: e.code } : problemBody(e.status, e.detail, e.code));
+    const type = openai ? 'application/json' : 'application/problem+json';
+    socket.write(
+      `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
