@@ -16,7 +16,7 @@ import { DataPlaneService } from './modules/proxy/data-plane.service.js';
 import { admitAdminRequest } from './common/auth/admin-gate.js';
 import { AdminTokenCheck } from './common/auth/admin-token.js';
 import { adminJsonParser } from './common/errors/admin-json.js';
-import { clientErrorHandler, frameworkErrorHandler } from './common/errors/edge-errors.js';
+import { clientErrorHandler, frameworkErrorHandler, refuseWithoutHost } from './common/errors/edge-errors.js';
 
 /** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 75_000;
@@ -67,8 +67,10 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
           requestTimeout: config.bodyTimeoutMs,
           headersTimeout: Math.min(config.headerTimeoutMs, config.bodyTimeoutMs),
           connectionsCheckingInterval: 1_000,
+          requireHostHeader: false, // checked below, answered in the router's error shapes
         },
         (req, res) => {
+          if (refuseWithoutHost(req, res)) return;
           // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
           if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
           // The admin token is checked before Fastify routes, parses or reads anything (SPEC §1).

@@ -8,11 +8,15 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
-import { spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
-import { startTestRouter, TEST_TOKEN, waitFor, writeTempConfig, type TestRouter } from '../support/router.js';
+import { spawnSim, simRequest, stopAllSims, type SimProcess } from '../support/sim-process.js';
+import { adminCall, startTestRouter, TEST_TOKEN, waitFor, writeTempConfig, type TestRouter } from '../support/router.js';
 import { MAIN_ENTRY } from '../support/router-process.js';
 import { loadRouterConfig } from '../../src/config/config.loader.js';
 import { ConfigError } from '../../src/config/config-error.js';
+import { readdirSync } from 'node:fs';
+import { parseProm, sum } from '../support/prom.js';
+import { rawExchange } from '../support/raw-http.js';
+import { edgeCase } from './edge-fuzz.js';
 import { RouterConfig } from '../../src/config/router-config.js';
 
 // ---- admin API ---------------------------------------------------------------------------------
@@ -296,5 +300,77 @@ describe('fuzzing (issue 7 §9)', () => {
       assert.equal(lines.length, expected.length, run.stderr);
       for (const l of lines) assert.match(l, /^error: \S.*: \S/);
     }
+  });
+});
+
+// ---- the edges: raw HTTP against the proxy port and the admin API (issue 19 item 8) ------------
+
+/** FUZZ_SEED reproduces a run (the seed is printed); the default keeps CI deterministic. */
+const EDGE_SEED = Number(process.env['FUZZ_SEED'] ?? 19);
+const EDGE_RUNS = Number(process.env['FUZZ_RUNS'] ?? 160);
+const openFds = (): number => readdirSync('/proc/self/fd').length;
+
+describe('edge fuzzing (issue 19)', () => {
+  let sims: SimProcess[];
+  let router: TestRouter;
+  const simRequests = async (): Promise<number> => (await Promise.all(sims.map((s) => s.stats()))).reduce((n, s) => n + s.requests, 0);
+  const scrapeEdge = async () => parseProm((await simRequest(`${router.url}/metrics`)).body.toString()).samples;
+  before(async () => {
+    sims = await Promise.all(['f0', 'f1'].map((name) => spawnSim({ name })));
+    router = await startTestRouter({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) }, ['--health-interval', '60'], {
+      ROUTER_ADMIN_TOKEN: TEST_TOKEN,
+    });
+    await waitFor(async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.every((r: { ready: boolean }) => r.ready), 5_000, 'replicas ready');
+  });
+  after(async () => {
+    await router?.close();
+    await stopAllSims();
+  });
+
+  it(`${EDGE_RUNS} seeded raw requests: no 5xx, no crash, nothing refused reaches a replica, admin refusals before parsing, in-flight and fds back to baseline`, async (t) => {
+    // Warm the keep-alive pools so the baseline holds the router's steady connections.
+    for (let i = 0; i < 4; i++) await simRequest(`${router.url}/v1/completions`, { method: 'POST', body: '{"prompt":"warm","max_tokens":1}' });
+    const fdBaseline = openFds();
+    const kinds = new Map<string, number>();
+    t.diagnostic(`FUZZ_SEED=${EDGE_SEED} FUZZ_RUNS=${EDGE_RUNS}`);
+    await fc.assert(
+      fc.asyncProperty(edgeCase(TEST_TOKEN), async (c) => {
+        kinds.set(c.kind, (kinds.get(c.kind) ?? 0) + 1);
+        const before = await simRequests();
+        const x = await rawExchange(router.url, c.bytes, { waitMs: 10_000, ...(c.abortAfterMs !== undefined ? { abortAfterMs: c.abortAfterMs } : {}) });
+        const what = `${c.label} → ${x.text.slice(0, 300)}`;
+        for (const r of x.responses) assert.ok(r.status < 500, `5xx: ${what}`);
+        if (c.kind !== 'abort') assert.ok(x.responses.length > 0 || x.closed, `no answer: ${what}`);
+        // Only a request the router forwarded reaches a replica: one with X-Router-Replica on its answer.
+        const forwarded = x.responses.filter((r) => r.headers['x-router-replica'] !== undefined).length;
+        if (c.kind !== 'abort')
+          await waitFor(async () => (await simRequests()) - before === forwarded || undefined, 3_000, `replica requests = ${forwarded}: ${what}`);
+        else assert.ok((await simRequests()) - before <= 1, what);
+        if (c.kind === 'admin') {
+          const r = x.responses[0];
+          assert.ok(r !== undefined, `admin answered: ${what}`);
+          if (!c.authorized) assert.equal(r.status, 401, `no valid token: 401 before anything else: ${what}`);
+          if (r.status >= 400) assert.match(r.headers['content-type'] ?? '', /^application\/problem\+json/, `problem+json: ${what}`);
+          if (c.authorized && c.sessionRead) assert.ok(r.status === 200 || r.status === 404, `every valid session id is manageable: ${what}`);
+        }
+        if (c.kind === 'raw' || c.kind === 'json') {
+          for (const r of x.responses.filter((res) => res.status >= 400 && res.headers['x-router-replica'] === undefined)) {
+            assert.match(r.headers['content-type'] ?? '', /^application\/(problem\+)?json/, `a router error is JSON: ${what}`);
+          }
+        }
+      }),
+      { numRuns: EDGE_RUNS, seed: EDGE_SEED, interruptAfterTimeLimit: 120_000, markInterruptAsFailure: false },
+    );
+    t.diagnostic(`cases: ${JSON.stringify(Object.fromEntries(kinds))}`);
+    // Accounting: every client that left before a response is a 499, never a 200.
+    await waitFor(async () => sum(await scrapeEdge(), 'affinity_router_replica_inflight') === 0, 10_000, 'in-flight back to 0');
+    const samples = await scrapeEdge();
+    assert.equal(sum(samples, 'affinity_router_requests_total', { status: '200', replica: 'none' }), 0, 'no request that reached no replica counted as 200');
+    for (const l of router.logs().filter((l) => l['event'] === 'request' && l['cause'] === 'client_abort' && l['bytes_out'] === 0)) {
+      assert.equal(l['status'], 499, JSON.stringify(l));
+    }
+    // No crash, no leak: the router answers and its fds come back to the baseline (the pools may keep one socket per replica).
+    assert.equal((await simRequest(`${router.url}/health`)).status, 200);
+    await waitFor(() => openFds() <= fdBaseline + sims.length, 10_000, `fds back to the baseline (${fdBaseline})`);
   });
 });

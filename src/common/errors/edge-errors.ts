@@ -82,3 +82,24 @@ function answer(socket: Socket, e: ReturnType<typeof clientErrorOf>, incoming: I
   }
   socket.destroy();
 }
+
+/**
+ * RFC 9112 §3.2: an HTTP/1.1 request without Host is refused with 400. Node's own check answers an
+ * empty 400, so the server is built with `requireHostHeader: false` and the check is made here, in
+ * the router's shapes. Returns true when the request was answered.
+ */
+export function refuseWithoutHost(req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.headers.host !== undefined || req.httpVersion !== '1.1') return false;
+  const detail = 'an HTTP/1.1 request needs a Host header';
+  const openai = req.url?.startsWith('/v1/') === true;
+  const body = JSON.stringify(
+    openai ? { object: 'error', message: detail, type: 'invalid_request_error', code: 'missing_host' } : problemBody(400, detail, 'missing_host'),
+  );
+  res.writeHead(400, {
+    'content-type': openai ? 'application/json' : 'application/problem+json',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  });
+  res.end(body);
+  return true;
+}
