@@ -3,7 +3,7 @@
  * in full and `--quick` mode.
  *
  *   --quick            short durations (whole run < 5 minutes); writes RESULTS.quick.md
- *   --only a,c         run only these scenarios (a b c d e x v p w s g)
+ *   --only a,c         run only these scenarios (a b c d e x v p w s g u)
  *   --duration S       override every timed phase with S seconds (smoke runs)
  *   --sims N           simulators behind the router/nginx in a, b, c (default 2)
  *   --out DIR          where results/, charts/ and RESULTS*.md go (default: the bench/ folder)
@@ -72,7 +72,7 @@ export class BenchArgsError extends Error {
 export const OPTIONAL_TOOLS: readonly string[] = ['wrk', 'nginx', 'haproxy'];
 
 /** The scenario keys, in run order. */
-export const SCENARIO_KEYS = ['a', 'b', 'c', 'd', 'e', 'x', 'v', 'p', 'w', 's', 'g'] as const;
+export const SCENARIO_KEYS = ['a', 'b', 'c', 'd', 'e', 'x', 'v', 'p', 'w', 's', 'g', 'u'] as const;
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The repository's `bench/` folder (this file compiles to `dist-test/bench/`). */

@@ -19,6 +19,7 @@ import { speedScenario } from './scenario-speed.js';
 import { stateFileScenario } from './scenario-statefile.js';
 import { streamingScenario } from './scenario-streaming.js';
 import { throughputScenario } from './scenario-throughput.js';
+import { uploadsScenario } from './scenario-uploads.js';
 import { machineInfo, printScenario, tableText, targetsTable, writeReport, writeScenarioFiles, type RanScenario } from './report.js';
 import type { BenchContext, Scenario, ScenarioResult, ToolSet } from './scenario.js';
 
@@ -35,6 +36,7 @@ export const SCENARIOS: readonly Scenario[] = [
   productionScenario,
   stateFileScenario,
   autoscaleScenario,
+  uploadsScenario,
 ];
 
 /** Hand-written discussion appended to the report when present. */
