@@ -72,6 +72,43 @@ function authHeader(a: string, token: string): string {
   }
 }
 
+interface AdminParts {
+  readonly method: string;
+  readonly base: string;
+  readonly seg: string | undefined;
+  readonly auth: string;
+  readonly type: string;
+  readonly body: string | undefined;
+  readonly chunked: boolean;
+}
+
+/** The bytes of one admin request (with `Connection: close`) and what the router must do with it. */
+export function adminRequest(token: string, { method, base, seg, auth: a, type, body, chunked }: AdminParts): EdgeCase {
+  const path = seg === undefined ? base : `${base}/${seg}`;
+  let head = `${method} ${path} HTTP/1.1${CRLF}Host: r${CRLF}${authHeader(a, token)}`;
+  if (type !== '') head += `Content-Type: ${type}${CRLF}`;
+  let payload = '';
+  if (body !== undefined) {
+    const b = Buffer.from(body, 'latin1');
+    if (chunked) {
+      head += `Transfer-Encoding: chunked${CRLF}`;
+      payload = `${b.length.toString(16)}${CRLF}${body}${CRLF}0${CRLF}${CRLF}`;
+    } else {
+      head += `Content-Length: ${b.length}${CRLF}`;
+      payload = body;
+    }
+  } else if (method !== 'GET') head += `Content-Length: 0${CRLF}`;
+  const sessionRead = method === 'GET' && base === '/sessions' && seg !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(seg);
+  return {
+    kind: 'admin' as const,
+    bytes: Buffer.from(head + 'Connection: close' + CRLF + CRLF + payload, 'latin1'),
+    // Node keeps the first of repeated Authorization headers.
+    authorized: a === 'good' || a === 'lower' || a === 'double',
+    sessionRead,
+    label: `${method} ${path.slice(0, 60)} auth=${a} body=${(body ?? '').slice(0, 40)}`,
+  };
+}
+
 function adminCase(token: string): fc.Arbitrary<EdgeCase> {
   return fc
     .record({
@@ -83,31 +120,34 @@ function adminCase(token: string): fc.Arbitrary<EdgeCase> {
       body: fc.option(hostileJson, { nil: undefined }),
       chunked: fc.boolean(),
     })
-    .map(({ method, base, seg, auth: a, type, body, chunked }) => {
-      const path = seg === undefined ? base : `${base}/${seg}`;
-      let head = `${method} ${path} HTTP/1.1${CRLF}Host: r${CRLF}${authHeader(a, token)}`;
-      if (type !== '') head += `Content-Type: ${type}${CRLF}`;
-      let payload = '';
-      if (body !== undefined) {
-        const b = Buffer.from(body, 'latin1');
-        if (chunked) {
-          head += `Transfer-Encoding: chunked${CRLF}`;
-          payload = `${b.length.toString(16)}${CRLF}${body}${CRLF}0${CRLF}${CRLF}`;
-        } else {
-          head += `Content-Length: ${b.length}${CRLF}`;
-          payload = body;
-        }
-      } else if (method !== 'GET') head += `Content-Length: 0${CRLF}`;
-      const sessionRead = method === 'GET' && base === '/sessions' && seg !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(seg);
-      return {
-        kind: 'admin' as const,
-        bytes: Buffer.from(head + 'Connection: close' + CRLF + CRLF + payload, 'latin1'),
-        // Node keeps the first of repeated Authorization headers.
-        authorized: a === 'good' || a === 'lower' || a === 'double',
-        sessionRead,
-        label: `${method} ${path.slice(0, 60)} auth=${a} body=${(body ?? '').slice(0, 40)}`,
-      };
-    });
+    .map((parts) => adminRequest(token, parts));
+}
+
+/**
+ * Cases every run starts with, one or more per guarantee of issue 19 (items 1 to 5), so that the
+ * suite fails whichever of them is undone, whatever the seed.
+ */
+export function edgeExamples(token: string): EdgeCase[] {
+  const a = (method: string, base: string, seg: string | undefined, auth: string, body?: string, type = 'application/json'): EdgeCase =>
+    adminRequest(token, { method, base, seg, auth, type, body, chunked: false });
+  const head = `POST /v1/completions HTTP/1.1${CRLF}Host: r${CRLF}Content-Type: application/json${CRLF}`;
+  return [
+    a('GET', '/sessions', 'i'.repeat(128), 'good'),
+    a('GET', '/sessions', 'i'.repeat(101), 'good'),
+    a('PUT', '/sessions', 'x', 'good', deep(2_000)),
+    a('PATCH', '/replicas', 'f0', 'good', '{"a":'.repeat(3_000) + '1' + '}'.repeat(3_000)),
+    a('POST', '/replicas', undefined, 'good', `{"count":${deep(2_500)}}`),
+    a('PUT', '/sessions', 'x', 'none', '{not json'),
+    a('PATCH', '/replicas', 'f0', 'none', ' '.repeat(2 * 1024 * 1024)),
+    a('POST', '/replicas', undefined, 'none', '<count>1</count>', 'application/xml'),
+    a('DELETE', '/sessions', 'p'.repeat(1_000), 'none'),
+    a('DELETE', '/sessions', '%zz', 'none'),
+    a('DELETE', '/sessions', '%zz', 'good'),
+    { kind: 'raw', bytes: Buffer.from(`GET /replicas HTTP/1.1${CRLF}Host: r${CRLF}X-Big: ${'b'.repeat(20_000)}${CRLF}${CRLF}`, 'latin1'), label: 'admin 431' },
+    { kind: 'raw', bytes: Buffer.from(`GET /fleet HTTP/1.1${CRLF}Bad Header${CRLF}${CRLF}`, 'latin1'), label: 'admin malformed' },
+    { kind: 'abort', bytes: Buffer.from(`${head}Content-Length: 500${CRLF}${CRLF}{"model":`, 'latin1'), abortAfterMs: 100, label: 'abort mid-body' },
+    { kind: 'abort', bytes: Buffer.from(`${head}Content-Length: 100${CRLF}`, 'latin1'), abortAfterMs: 100, label: 'abort mid-headers' },
+  ];
 }
 
 /** Request framings a proxy must refuse or read exactly one way (request smuggling, RFC 9112 §6). */
