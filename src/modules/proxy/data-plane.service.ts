@@ -15,12 +15,12 @@ import { RoutingService } from '../routing/routing.service.js';
 import { AdmissionService, type Routed } from '../routing/admission.service.js';
 import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { affinityHeader } from '../routing/routing.policy.js';
-import { readBody } from './body-reader.js';
+import { takeBody } from './body-intake.js';
 import { BodyBudget } from './body-budget.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
-import { answerInternalError, cutExchange, failExchange, queuedExchange, refuseBody } from './exchange-end.js';
+import { answerInternalError, cutExchange, failExchange, queuedExchange } from './exchange-end.js';
 import { relayBody } from './relay.js';
 import { responseHeaders, upstreamHeaders } from './forward-headers.js';
 
@@ -84,21 +84,15 @@ export class DataPlaneService {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       return relayModels(ex, this.registry.list, this.config.modelsTimeoutMs);
     }
-    const read = await readBody(req, this.config.maxBodyBytes, this.bodies);
-    if (!read.ok) {
-      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
-      if (read.reason === 'aborted') return void ex.end('client_abort');
-      return refuseBody(ex, read.reason, this.config.maxBodyBytes, this.bodies.capacity);
-    }
-    this.bodies.giveOnClose(res, read.held);
-    ex.body = read.body;
-    ex.bytesIn = read.body.length;
-    ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], read.body);
+    const resolve = (body?: Buffer) => this.affinity.resolve(req.headers[this.affinity.headerName], body);
+    const received = await takeBody(ex, this.bodies, this.config.maxBodyBytes, resolve);
+    if (received === undefined) return;
+    ex.session = resolve(received);
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
     const { publish, holder } = this.routing.shared.enabled ? await this.routing.syncRequest(ex.session) : NO_SYNC;
     if (ex.closed) return;
     // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
-    const body = ex.session.source === 'minted' ? undefined : read.body;
+    const body = ex.session.source === 'minted' ? undefined : received;
     const d = this.routing.route(ex.session.id, publish, ex.session.prefix, { body, holder });
     if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
     if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica');
