@@ -21,6 +21,7 @@ import {
   devices,
   envMap,
   integer,
+  modelList,
   mustBeObject,
   objectList,
   oneOf,
@@ -43,6 +44,7 @@ export class StaticReplicaDto {
   @Optional() @Check(text) readonly ca_file?: string;
   @Optional() @Check(boolean) readonly tls_verify?: boolean;
   @Optional() @Check(integer(1)) readonly max_inflight?: number;
+  @Optional() @Check(modelList) readonly models?: string[];
 }
 
 /** `hosts[i]`: a machine the router may launch replicas on. */

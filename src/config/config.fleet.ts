@@ -117,7 +117,7 @@ function toStaticReplicaSpec(dto: StaticReplicaDto, mapPath: PathMapper): Static
     port: dto.port,
     scheme: dto.scheme ?? 'http',
     tlsVerify: dto.tls_verify ?? true,
-    ...defined({ caFile: mapPath(dto.ca_file ?? undefined), maxInflight: dto.max_inflight ?? undefined }),
+    ...defined({ caFile: mapPath(dto.ca_file ?? undefined), maxInflight: dto.max_inflight ?? undefined, models: dto.models ?? undefined }),
   };
 }
 

@@ -112,6 +112,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     streamIdleTimeoutMs: num('stream-idle-timeout'),
     connectTimeoutMs: num('connect-timeout'),
     modelsTimeoutMs: num('models-timeout'),
+    modelsRefreshMs: num('models-refresh'),
     initialReplicas: pool.initial,
     maxReplicas: pool.ceiling,
     launchTimeoutMs: num('launch-timeout'),

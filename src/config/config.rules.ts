@@ -101,6 +101,14 @@ export const stringList =
     if (nonEmpty && v[0] === '') return 'element [0] (the program) must not be empty';
     return undefined;
   };
+/** A static replica's `models` (SPEC §4.3): a non-empty list of distinct, non-empty model ids. */
+export const modelList: Rule = (v) => {
+  if (!Array.isArray(v) || v.length === 0) return `must be a non-empty array of model ids, ${got(v)}`;
+  const bad = v.findIndex((m) => typeof m !== 'string' || m === '');
+  if (bad >= 0) return `model ids must be non-empty strings; element [${bad}] is ${showValue(v[bad])}`;
+  const dup: unknown = v.find((m: unknown, i) => v.indexOf(m) !== i);
+  return dup === undefined ? undefined : `model ${showValue(dup)} is listed more than once`;
+};
 export const devices: Rule = (v) => {
   if (!Array.isArray(v) || v.length === 0) return `must be a non-empty array of device ids, ${got(v)}`;
   const bad = v.findIndex((d) => typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0);

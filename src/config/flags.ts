@@ -58,6 +58,7 @@ export const FLAGS = [
   flag('stream-idle-timeout', 'seconds', '600', 'most seconds between two chunks of a stream'),
   flag('connect-timeout', 'seconds', '5', 'seconds to establish a connection to a replica'),
   flag('models-timeout', 'seconds', '5', 'seconds each replica gets to answer GET /v1/models'),
+  flag('models-refresh', 'seconds', '30', "seconds between re-reads of each ready replica's model list (GET /v1/models)"),
   flag('session-ttl', 'seconds', '600', 'seconds an idle session keeps its replica', { file: 'routing.session_ttl' }),
   flag('max-sessions', 'count', '100000', 'sessions remembered (least recently used dropped first)', { min: 1, file: 'routing.max_sessions' }),
   flag('affinity-slack', 'count', '8', 'extra in-flight requests a pinned replica may have over the least loaded', { min: 0, file: 'routing.affinity_slack' }),

@@ -19,6 +19,8 @@ export interface StaticReplicaSpec {
   readonly tlsVerify: boolean;
   /** Admission cap: requests in flight beyond it wait in the router's queue (SPEC §3). */
   readonly maxInflight?: number;
+  /** Models it serves, declared (SPEC §4.3): no discovery then. */
+  readonly models?: readonly string[];
 }
 
 /** A machine the router may launch replicas on (`ssh` null = this machine). */
@@ -116,6 +118,8 @@ export interface RouterConfigFields {
   readonly streamIdleTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly modelsTimeoutMs: number;
+  /** Period of model discovery's refresh of every ready replica (SPEC §4.3). */
+  readonly modelsRefreshMs: number;
   readonly initialReplicas: number;
   /** Ceiling of the launched pool: min(slot capacity, --max-replicas). */
   readonly maxReplicas: number;

@@ -12,6 +12,7 @@ import {
   errorBody,
   finishChunk,
   modelsBody,
+  refuseCompletionBody,
   newCompletionMeta,
   outputToken,
   promptText,
@@ -48,6 +49,8 @@ export function interTokenGap(timing: Pick<SimTiming, 'itlMs' | 'itlJitterMs'>, 
 /** State shared by every exchange of one simulator. */
 export interface SimRuntime {
   readonly servedModel: string;
+  /** LoRA adapters served on top of it (`--lora`): models too, listed with `parent`. */
+  readonly loras: readonly string[];
   readonly startedAt: number;
   readonly timing: SimTiming;
   readonly outputTokens: number;
@@ -108,7 +111,7 @@ export class SimExchange {
         this.complete(kind, body ?? Buffer.alloc(0));
       }
     } else if (path === '/v1/models' && method === 'GET') {
-      this.sendFull(200, JSON_TYPE, modelsBody(this.rt.servedModel, this.rt.startedAt));
+      this.sendFull(200, JSON_TYPE, modelsBody(this.rt.servedModel, this.rt.startedAt, this.rt.loras));
     } else {
       const echo = { object: 'echo', method, path, query, body_bytes: bodyBytes };
       this.sendFull(200, JSON_TYPE, JSON.stringify(echo));
@@ -127,15 +130,12 @@ export class SimExchange {
       parsed = JSON.parse(raw.toString('utf8'));
     } catch (err: unknown) {
       const reason = err instanceof Error ? err.message : String(err);
-      this.sendFull(400, JSON_TYPE, errorBody(400, `request body is not valid JSON: ${reason}`));
-      return;
+      return this.sendFull(400, JSON_TYPE, errorBody(400, `request body is not valid JSON: ${reason}`));
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      this.sendFull(400, JSON_TYPE, errorBody(400, 'request body must be a JSON object'));
-      return;
-    }
+    const refused = refuseCompletionBody(parsed, this.rt.servedModel, this.rt.loras);
+    if (refused !== undefined) return this.sendFull(refused.status, JSON_TYPE, refused.body);
     const body = parsed as Record<string, unknown>;
-    const meta = newCompletionMeta(kind, this.rt.servedModel);
+    const meta = newCompletionMeta(kind, typeof body.model === 'string' ? body.model : this.rt.servedModel);
     const tokens = tokenize(promptText(kind, body));
     const out = requestedOutputTokens(body, this.rt.outputTokens);
     const stream = wantsStream(body);

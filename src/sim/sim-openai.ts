@@ -159,9 +159,24 @@ export function usageChunk(meta: CompletionMeta, usage: Usage): string {
 /** The SSE terminator. */
 export const DONE_EVENT = 'data: [DONE]\n\n';
 
-/** `GET /v1/models` body. */
-export function modelsBody(model: string, created: number): string {
-  return JSON.stringify({ object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'sim' }] });
+/** `GET /v1/models` body: the model, then each LoRA adapter with its `parent`, as vLLM lists them. */
+export function modelsBody(model: string, created: number, loras: readonly string[] = []): string {
+  const card = (id: string, parent: string | null): object => ({ id, object: 'model', created, owned_by: 'sim', root: id, parent });
+  return JSON.stringify({ object: 'list', data: [card(model, null), ...loras.map((l) => card(l, model))] });
+}
+
+/**
+ * Why a completion body is refused before any work, or undefined: not a JSON object (400), or a
+ * string `model` that is neither the served model nor one of its LoRA adapters (404
+ * `model_not_found`, as vLLM refuses it). A body without `model` is served by the base model.
+ */
+export function refuseCompletionBody(parsed: unknown, model: string, loras: readonly string[]): { status: number; body: string } | undefined {
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    return { status: 400, body: errorBody(400, 'request body must be a JSON object') };
+  const asked = (parsed as { model?: unknown }).model;
+  if (typeof asked !== 'string' || asked === model || loras.includes(asked)) return undefined;
+  const message = `The model \`${asked}\` does not exist.`;
+  return { status: 404, body: JSON.stringify({ object: 'error', message, type: 'invalid_request_error', param: 'model', code: 'model_not_found' }) };
 }
 
 /** The error `type` vLLM/OpenAI clients expect for a status. */

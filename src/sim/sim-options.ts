@@ -14,6 +14,8 @@ export interface SimOptions {
   name: string | null;
   model: string;
   servedModelName: string | null;
+  /** LoRA adapter names served on top of the model (`--lora a,b`). */
+  lora: string[];
   /** Recorded in stats only (pypto-serving's `--devices`). */
   devices: string | null;
   showStartupLogs: boolean;
@@ -53,6 +55,7 @@ export function defaultSimOptions(): SimOptions {
     name: null,
     model: 'sim-model',
     servedModelName: null,
+    lora: [],
     devices: null,
     showStartupLogs: false,
     startupDelayMs: 0,
@@ -96,6 +99,15 @@ function num(flag: string, v: string, min: number, exclusive = false): number {
   return n;
 }
 
+/** `a,b`: non-empty, distinct names. */
+function names(flag: string, v: string): string[] {
+  const list = v.split(',').map((x) => x.trim());
+  if (list.some((x) => x === '')) throw new SimArgsError(`${flag}: "${v}" is not a comma-separated list of names (an entry is empty)`);
+  const dup = list.find((x, i) => list.indexOf(x) !== i);
+  if (dup !== undefined) throw new SimArgsError(`${flag}: "${dup}" is listed twice`);
+  return list;
+}
+
 function nonEmpty(flag: string, v: string): string {
   if (v === '') throw new SimArgsError(`${flag}: must not be empty`);
   return v;
@@ -121,6 +133,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   name: v('NAME  identity in X-Replica-Name and stats (sim-<port>)', (o, x, f) => (o.name = nonEmpty(f, x))),
   model: v('MODEL  model id (sim-model)', (o, x, f) => (o.model = nonEmpty(f, x))),
   'served-model-name': v('NAME  model id reported to clients', (o, x, f) => (o.servedModelName = nonEmpty(f, x))),
+  lora: v('A,B  LoRA adapters served on top of the model, listed with parent (none)', (o, x, f) => (o.lora = names(f, x))),
   devices: v('LIST  accepted and recorded in stats', (o, x) => (o.devices = x)),
   'show-startup-logs': b('print engine-like startup lines to stdout', (o) => (o.showStartupLogs = true)),
   'startup-delay': v('S  seconds to wait before listening (0)', (o, x, f) => (o.startupDelayMs = num(f, x, 0) * 1000)),

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KvCacheModel } from './kv-cache.js';
 import { SimExchange, type SimRuntime } from './sim-exchange.js';
 import { applyFaultsPatch, SimFaultsError, type SimFaults, type SimFaultsPatch } from './sim-faults.js';
-import { errorBody } from './sim-openai.js';
+import { errorBody, modelsBody } from './sim-openai.js';
 import type { SimOptions } from './sim-options.js';
 import { AdmissionQueue } from './sim-scheduler.js';
 import { SimStatsRecorder, type SimStats } from './sim-stats.js';
@@ -82,6 +82,7 @@ class Simulator implements SimServer {
     this.server.headersTimeout = KEEP_ALIVE_MS + 1_000;
     this.rt = {
       servedModel: opts.servedModelName ?? opts.model,
+      loras: opts.lora,
       startedAt: Math.floor(Date.now() / 1000),
       timing: { ttftBaseMs: opts.ttftBaseMs, prefillMsPerToken: opts.prefillMsPerToken, itlMs: opts.itlMs, itlJitterMs: opts.itlJitterMs },
       outputTokens: opts.outputTokens,
@@ -218,7 +219,10 @@ class Simulator implements SimServer {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? '' : url.slice(q + 1);
-    if (path.startsWith('/v1/')) this.handleV1(req, res, path, query);
+    // The router's model discovery (marked like this), as its health probes, is not client traffic.
+    if (path === '/v1/models' && req.headers['x-router-probe'] === 'models')
+      sendJson(res, 200, modelsBody(this.rt.servedModel, this.rt.startedAt, this.rt.loras));
+    else if (path.startsWith('/v1/')) this.handleV1(req, res, path, query);
     else if (path.startsWith('/__sim/')) this.handleControl(req, res, path);
     else if (path === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
       const ok = this.currentFaults.health === 'ok';

@@ -7,7 +7,7 @@ import { pollUntil } from './poll-until.js';
 
 type Json = Record<string, unknown>;
 const json = (body: Buffer): Json => JSON.parse(body.toString('utf8')) as Json;
-const chat = (content: string, extra: Json = {}): string => JSON.stringify({ model: 'm', messages: [{ role: 'user', content }], ...extra });
+const chat = (content: string, extra: Json = {}): string => JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content }], ...extra });
 const words = (n: number): string => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
 
 describe('simulator HTTP surface', () => {

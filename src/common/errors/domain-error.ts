@@ -5,6 +5,7 @@
 export const DOMAIN_ERROR_STATUS = {
   unknown_replica: 404,
   unknown_host: 404,
+  unknown_model: 404,
   unknown_session: 404,
   not_launched: 409,
   not_stoppable: 409,

@@ -8,6 +8,9 @@ import { audited } from '../../common/audit/audit.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { AutoscalerService } from '../fleet/autoscaler.service.js';
 import { FleetService } from '../fleet/fleet.service.js';
+import { RouterConfig } from '../../config/router-config.js';
+import { RegistryService } from '../registry/registry.service.js';
+import { modelCapacity } from './dto/model-capacity.view.js';
 import { capacityView } from './dto/replica.view.js';
 import { FleetView } from './dto/fleet.view.js';
 import { autoscalerView, AutoscalerView, PatchAutoscalerDto } from './dto/autoscaler.view.js';
@@ -19,6 +22,8 @@ export class FleetController {
     private readonly autoscaler: AutoscalerService,
     private readonly leader: LeaderService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
+    private readonly config: RouterConfig,
+    private readonly registry: RegistryService,
   ) {}
 
   @Get()
@@ -35,6 +40,7 @@ export class FleetController {
       orphans: this.fleet.orphans.map((o) => ({ ...o, devices: [...o.devices] })),
       failures: this.fleet.failures.map((f) => ({ ...f, devices: [...f.devices] })),
       autoscaler: autoscalerView(this.autoscaler, this.leader.isLeader),
+      models: modelCapacity(this.config.hosts, t, this.fleet.capacity(), this.registry.list),
     };
   }
 

@@ -32,11 +32,12 @@ export class ReplicasController {
   @HttpCode(202)
   @ApiAcceptedResponse({ type: LaunchedView, description: 'launched (a list when count > 1); routable once healthy' })
   @ApiConflictResponse({ description: 'past the ceiling or no free slot; carries `capacity`' })
-  @ApiNotFoundResponse({ description: 'unknown host' })
+  @ApiNotFoundResponse({ description: 'unknown host, or no host serves the model' })
   @ApiBadGatewayResponse({ description: 'the launch command itself failed' })
   async launch(@Body() body: LaunchReplicasDto = {}, @Req() req: FastifyRequest): Promise<LaunchedView | LaunchedView[]> {
-    return audited(this.log, req, `launch count=${body.count ?? 1}${body.host ? ` host=${body.host}` : ''}`, async () => {
-      const launched = await this.fleet.launch(body.count ?? 1, body.host);
+    const what = `launch count=${body.count ?? 1}${body.host ? ` host=${body.host}` : ''}${body.model ? ` model=${JSON.stringify(body.model)}` : ''}`;
+    return audited(this.log, req, what, async () => {
+      const launched = await this.fleet.launch(body.count ?? 1, body.host, body.model);
       const views = launched.map((r) => ({ name: r.name, url: r.url, ready: false, message: LAUNCHED_MESSAGE }));
       return (body.count ?? 1) > 1 ? views : views[0];
     });

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { Clock } from '../../common/clock.js';
 import type { Replica } from '../registry/replica.js';
-import { peekTopLevelString } from './body-peek.js';
+import { peekTopLevelStrings } from './body-peek.js';
 import { bodyPromptChain } from './prefix-hash.js';
 import { PrefixIndex } from './prefix-index.js';
 import { resolveSessionId, type ResolvedSession } from './session-id.js';
@@ -16,7 +16,8 @@ export class AffinityService {
   readonly prefixes: PrefixIndex<Replica> | undefined;
   readonly headerName: string;
   private readonly bodyField: string;
-  private readonly bodyNeedle: Buffer;
+  /** The quoted keys peeked in one pass: the session field, then `model` (SPEC §4.3). */
+  private readonly needles: readonly Buffer[];
 
   constructor(
     config: RouterConfig,
@@ -26,18 +27,20 @@ export class AffinityService {
     this.prefixes = config.routing.prefixAffinity ? new PrefixIndex<Replica>(config.routing.prefixBlocks) : undefined;
     this.headerName = config.routing.sessionHeader.toLowerCase();
     this.bodyField = config.routing.bodyField;
-    this.bodyNeedle = Buffer.from(JSON.stringify(this.bodyField));
+    this.needles = [Buffer.from(JSON.stringify(this.bodyField)), Buffer.from('"model"')];
   }
 
   /**
    * Effective session of a request: header value as received, and the buffered body. A request with
    * no id at all also gets its prompt's block-hash chain (prefix affinity); the body of one with an
-   * id is never parsed.
+   * id is never parsed. The body's top-level string `model`, when it has one, comes along (peeked
+   * in the same pass as the session field).
    */
   resolve(header: string | string[] | undefined, body: Buffer | undefined): ResolvedSession {
     const h = Array.isArray(header) ? header[0] : header;
-    const bodyId = body === undefined ? undefined : peekTopLevelString(body, this.bodyField, this.bodyNeedle);
-    const session = resolveSessionId(h, bodyId);
+    const [bodyId, model] = body === undefined ? [] : peekTopLevelStrings(body, this.needles);
+    const resolved = resolveSessionId(h, bodyId);
+    const session = model === undefined ? resolved : { ...resolved, model };
     if (session.source !== 'minted' || body === undefined || this.prefixes === undefined) return session;
     const prefix = bodyPromptChain(body);
     return prefix.blocks.length === 0 ? session : { ...session, prefix };

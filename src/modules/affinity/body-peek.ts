@@ -76,40 +76,51 @@ function skipValue(b: Uint8Array, i: number): number {
  * with escapes (`"session\u005fid"`) is not recognised: the raw-bytes pre-check skips such bodies.
  */
 export function peekTopLevelString(body: Buffer, field: string, fieldNeedle?: Buffer): string | undefined {
-  const needle = fieldNeedle ?? Buffer.from(JSON.stringify(field));
-  if (body.length === 0 || body.indexOf(needle) < 0) return undefined; // cheap reject
+  return peekTopLevelStrings(body, [fieldNeedle ?? Buffer.from(JSON.stringify(field))])[0];
+}
+
+/**
+ * Several top-level string fields in one pass (the session id and the `model`, SPEC §4.3), each
+ * given as its JSON-quoted key (`Buffer.from(JSON.stringify(name))`). Entry `k` of the result is
+ * what peekTopLevelString would return for needle `k`; a malformed body has none of them.
+ */
+export function peekTopLevelStrings(body: Buffer, needles: readonly Buffer[]): Array<string | undefined> {
+  const found: Array<string | undefined> = needles.map(() => undefined);
+  // Cheap reject: a field whose quoted key is nowhere in the bytes is not looked for.
+  const wanted = needles.map((n) => body.length > 0 && body.indexOf(n) >= 0);
+  if (!wanted.includes(true)) return found;
+  const none = (): Array<string | undefined> => needles.map(() => undefined);
   let i = skipWs(body, 0);
-  if (body[i] !== LBRACE) return undefined;
+  if (body[i] !== LBRACE) return none();
   i = skipWs(body, i + 1);
-  let found: string | undefined;
-  let sawField = false;
-  if (body[i] === RBRACE) return undefined;
+  if (body[i] === RBRACE) return none();
   for (;;) {
-    if (body[i] !== QUOTE) return undefined;
+    if (body[i] !== QUOTE) return none();
     const keyStart = i;
     const keyEnd = skipString(body, i);
-    if (keyEnd < 0) return undefined;
-    const keyMatches = keyEnd - keyStart === needle.length && body.compare(needle, 0, needle.length, keyStart, keyEnd) === 0;
+    if (keyEnd < 0) return none();
+    let match = -1;
+    for (let k = 0; k < needles.length && match < 0; k++) {
+      const n = needles[k];
+      if (wanted[k] && keyEnd - keyStart === n.length && body.compare(n, 0, n.length, keyStart, keyEnd) === 0) match = k;
+    }
     i = skipWs(body, keyEnd);
-    if (body[i] !== COLON) return undefined;
+    if (body[i] !== COLON) return none();
     i = skipWs(body, i + 1);
     const valueStart = i;
     const valueEnd = skipValue(body, i);
-    if (valueEnd < 0) return undefined;
-    if (keyMatches) {
-      sawField = true;
-      found = body[valueStart] === QUOTE ? decodeJsonString(body, valueStart, valueEnd) : undefined;
-    }
+    if (valueEnd < 0) return none();
+    if (match >= 0) found[match] = body[valueStart] === QUOTE ? decodeJsonString(body, valueStart, valueEnd) : undefined;
     i = skipWs(body, valueEnd);
     if (body[i] === COMMA) {
       i = skipWs(body, i + 1);
       continue;
     }
     if (body[i] === RBRACE) {
-      if (skipWs(body, i + 1) !== body.length) return undefined; // trailing garbage: not JSON
-      return sawField ? found : undefined;
+      if (skipWs(body, i + 1) !== body.length) return none(); // trailing garbage: not JSON
+      return found;
     }
-    return undefined;
+    return none();
   }
 }
 

@@ -14,6 +14,8 @@ export interface ResolvedSession {
    * (prefix-hash.ts), absent when the body has no usable prompt.
    */
   readonly prefix?: PromptChain;
+  /** The body's top-level string `model` (SPEC §4.3), absent when it has none or is not JSON. */
+  readonly model?: string;
 }
 
 /** `h-` + first 32 hex chars of sha256 over the id's bytes: same bad id, same session, every turn. */

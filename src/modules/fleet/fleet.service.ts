@@ -69,10 +69,10 @@ export class FleetService {
     return this.book.records.size;
   }
 
-  /** Launch `count` replicas (optionally on one host); all slots or none (409 with the capacity). */
-  launch(count = 1, hostName?: string): Promise<Replica[]> {
+  /** Launch `count` replicas (optionally on one host, or on hosts serving `model`); all slots or none (409 with the capacity). */
+  launch(count = 1, hostName?: string, model?: string): Promise<Replica[]> {
     this.assertLeader();
-    return this.launcher.launch(count, hostName);
+    return this.launcher.launch(count, hostName, model);
   }
 
   /** Launch-timeout and liveness job. */

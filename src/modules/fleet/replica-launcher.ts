@@ -35,17 +35,19 @@ export class ReplicaLauncher {
   ) {}
 
   /**
-   * Launch `count` replicas (optionally on one host). All slots are reserved first, synchronously:
-   * either every launch gets a slot or none is started (409 with the capacity).
+   * Launch `count` replicas (optionally on one host, or only on hosts serving `model`, SPEC §4.3).
+   * All slots are reserved first, synchronously: either every launch gets a slot or none is
+   * started (409 with the capacity).
    */
-  async launch(count: number, hostName: string | undefined): Promise<Replica[]> {
+  async launch(count: number, hostName: string | undefined, model?: string): Promise<Replica[]> {
     if (hostName !== undefined && !this.config.hosts.some((h) => h.name === hostName)) {
       throw new DomainError('unknown_host', `no host named '${hostName}' is declared in the config`, { capacity: this.book.slots.capacity() });
     }
+    const on = model === undefined ? hostName : this.hostsServing(model, hostName);
     const reserved: Array<{ slot: SlotSpec; holder: string }> = [];
     for (let i = 0; i < count; i++) {
       const holder = this.book.holder('launch');
-      const r = this.book.slots.reserveNext(holder, hostName);
+      const r = this.book.slots.reserveNext(holder, on);
       if (!r.ok) {
         for (const x of reserved) this.book.slots.release(x.slot.name, x.holder);
         const detail = count > 1 ? `${r.message}; cannot launch ${count} replicas (${reserved.length} slots were free)` : r.message;
@@ -57,6 +59,14 @@ export class ReplicaLauncher {
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined && results.every((r) => r.status === 'rejected')) throw failed.reason;
     return results.filter((r): r is PromiseFulfilledResult<Replica> => r.status === 'fulfilled').map((r) => r.value);
+  }
+
+  /** Names of the hosts whose replicas serve `model` (its `served_model_name`, else `model`); 404 when none does. */
+  private hostsServing(model: string, hostName: string | undefined): ReadonlySet<string> {
+    const hosts = this.config.hosts.filter((h) => (h.servedModelName ?? h.model) === model && (hostName === undefined || h.name === hostName));
+    if (hosts.length > 0) return new Set(hosts.map((h) => h.name));
+    const where = hostName === undefined ? 'no host declared in the config' : `host '${hostName}'`;
+    throw new DomainError('unknown_model', `${where} serves the model '${model}'`, { capacity: this.book.slots.capacity() });
   }
 
   /** The record of a replica this router launched or adopted on `slot` (adoption's entry point). */

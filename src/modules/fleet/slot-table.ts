@@ -38,14 +38,16 @@ export class SlotTable {
     return this.holders.size;
   }
 
-  /** Take the first free slot (optionally on one host), in fill order. */
-  reserveNext(holder: string, host?: string): { readonly ok: true; readonly slot: SlotSpec } | ReserveFailure {
+  /** Take the first free slot (optionally on one host, or on one of a set of hosts), in fill order. */
+  reserveNext(holder: string, host?: string | ReadonlySet<string>): { readonly ok: true; readonly slot: SlotSpec } | ReserveFailure {
     if (this.holders.size >= this.ceiling) {
       return { ok: false, code: 'pool_exhausted', message: `all ${this.ceiling} launchable slots are in use (ceiling ${this.ceiling})` };
     }
-    const slot = this.slots.find((s) => !this.holders.has(s.name) && (host === undefined || s.host === host));
+    const on = (s: SlotSpec): boolean => host === undefined || (typeof host === 'string' ? s.host === host : host.has(s.host));
+    const slot = this.slots.find((s) => !this.holders.has(s.name) && on(s));
     if (slot === undefined) {
-      return { ok: false, code: 'no_free_slot', message: host === undefined ? 'no free device slot' : `no free device slot on host '${host}'` };
+      const where = host === undefined ? '' : typeof host === 'string' ? ` on host '${host}'` : ` on hosts ${[...host].map((h) => `'${h}'`).join(', ')}`;
+      return { ok: false, code: 'no_free_slot', message: `no free device slot${where}` };
     }
     this.holders.set(slot.name, holder);
     return { ok: true, slot };

@@ -58,9 +58,9 @@ export function awakeDeadline(timeoutMs: number, onExpire: () => void): () => vo
 /**
  * GET `path` on a replica with a deadline of `timeoutMs` of the router's running time (see
  * awakeDeadline); 200 is healthy, anything else is not.
- * Reads at most `maxBody` bytes of the answer (adoption checks the model list).
+ * Reads at most `maxBody` bytes of the answer (adoption and model discovery read the model list).
  */
-export function probe(ep: ReplicaEndpoint, path: string, timeoutMs: number, maxBody = 0): Promise<ProbeResult> {
+export function probe(ep: ReplicaEndpoint, path: string, timeoutMs: number, maxBody = 0, headers: Readonly<Record<string, string>> = {}): Promise<ProbeResult> {
   const started = performance.now();
   return new Promise((resolve) => {
     let settled = false;
@@ -71,17 +71,20 @@ export function probe(ep: ReplicaEndpoint, path: string, timeoutMs: number, maxB
       resolve({ ...r, ms: performance.now() - started });
     };
     const mod = ep.scheme === 'https' ? https : http;
-    const req = mod.request({ host: ep.host, port: ep.port, path, method: 'GET', agent: ep.probeAgent, headers: { accept: 'application/json' } }, (res) => {
-      const status = res.statusCode ?? 0;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        if (size < maxBody) chunks.push(c);
-        size += c.length;
-      });
-      res.on('end', () => done({ ok: status === 200, status, body: maxBody > 0 ? Buffer.concat(chunks).toString('utf8', 0, maxBody) : undefined }));
-      res.on('error', (e) => done({ ok: false, status, error: e.message }));
-    });
+    const req = mod.request(
+      { host: ep.host, port: ep.port, path, method: 'GET', agent: ep.probeAgent, headers: { accept: 'application/json', ...headers } },
+      (res) => {
+        const status = res.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          if (size < maxBody) chunks.push(c);
+          size += c.length;
+        });
+        res.on('end', () => done({ ok: status === 200, status, body: maxBody > 0 ? Buffer.concat(chunks).toString('utf8', 0, maxBody) : undefined }));
+        res.on('error', (e) => done({ ok: false, status, error: e.message }));
+      },
+    );
     const cancel = awakeDeadline(timeoutMs, () => {
       // What has arrived is read first (the poll phase runs before setImmediate's check phase).
       setImmediate(() => {

@@ -20,6 +20,7 @@ import { BodyBudget } from './body-budget.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
+import { noReplicaMessage, refuseUnknownModel } from './model-routing.js';
 import { answerInternalError, cutExchange, failExchange, queuedExchange } from './exchange-end.js';
 import { relayBody } from './relay.js';
 import { responseHeaders, upstreamHeaders } from './forward-headers.js';
@@ -88,14 +89,15 @@ export class DataPlaneService {
     const received = await takeBody(ex, this.bodies, this.config.maxBodyBytes, resolve);
     if (received === undefined) return;
     ex.session = resolve(received);
+    if (refuseUnknownModel(ex, this.registry)) return;
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
     const { publish, holder } = this.routing.shared.enabled ? await this.routing.syncRequest(ex.session) : NO_SYNC;
     if (ex.closed) return;
     // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
     const body = ex.session.source === 'minted' ? undefined : received;
-    const d = this.routing.route(ex.session.id, publish, ex.session.prefix, { body, holder });
+    const d = this.routing.route(ex.session.id, publish, ex.session.prefix, { body, holder, model: ex.session.model });
     if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
-    if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica');
+    if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica', noReplicaMessage(ex.session.model));
     this.send(ex, d);
   }
 
@@ -221,7 +223,7 @@ export class DataPlaneService {
     if ((refused || staleReuse) && ex.attempts < 2) {
       this.release(ex);
       signal();
-      const next = this.routing.reroute(ex.session!.id, r) ?? (staleReuse && r.routable ? r : undefined);
+      const next = this.routing.reroute(ex.session!.id, r, ex.session!.model) ?? (staleReuse && r.routable ? r : undefined);
       if (next !== undefined) {
         this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
         ex.proxyReq = undefined;

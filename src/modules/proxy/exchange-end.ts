@@ -2,7 +2,7 @@ import type { Refusal, Routed, Waiter } from '../routing/admission.service.js';
 import type { InternalErrors } from '../../common/errors/internal-errors.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import type { Exchange } from './exchange.js';
-import { sendRouterError, streamErrorEvent, type RouterErrorCode } from './router-error.js';
+import { noReplicaMessage, sendRouterError, streamErrorEvent, type RouterErrorCode } from './router-error.js';
 
 /** Answer with a router error and record the cause. */
 export function failExchange(ex: Exchange, code: RouterErrorCode, cause: Exchange['cause'] & string, message?: string): void {
@@ -33,14 +33,14 @@ export function cutExchange(ex: Exchange, code: 'replica_disconnected' | 'replic
  */
 export function queuedExchange(ex: Exchange, sessionId: string, publish: boolean, admit: (d: Routed) => void, timeoutSeconds: number): Waiter {
   const refuse = (why: Refusal): void => {
-    if (why === 'no_replica') return failExchange(ex, 'no_replica_available', 'no_replica');
+    if (why === 'no_replica') return failExchange(ex, 'no_replica_available', 'no_replica', noReplicaMessage(ex.session?.model));
     if (why === 'shutdown') {
       ex.res.setHeader('connection', 'close');
       return failExchange(ex, 'shutting_down', 'rejected');
     }
     failExchange(ex, 'overloaded', 'rejected', `no replica had room within the router's queue timeout (${timeoutSeconds} s)`);
   };
-  return { sessionId, publish, prefix: ex.session?.prefix, admit, refuse };
+  return { sessionId, publish, prefix: ex.session?.prefix, model: ex.session?.model, admit, refuse };
 }
 
 /**

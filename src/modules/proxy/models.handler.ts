@@ -11,7 +11,7 @@ interface ModelsAnswer {
 }
 
 /** GET /v1/models on one replica, bounded by `timeoutMs` from start to the last byte. */
-function fetchModels(r: Replica, path: string, timeoutMs: number, ex: Exchange): Promise<ModelsAnswer | undefined> {
+function fetchModels(r: Replica, path: string, timeoutMs: number, ex: Exchange, gone: AbortSignal): Promise<ModelsAnswer | undefined> {
   return new Promise((resolve) => {
     const ep = r.endpoint;
     const mod = ep.scheme === 'https' ? https : http;
@@ -23,7 +23,7 @@ function fetchModels(r: Replica, path: string, timeoutMs: number, ex: Exchange):
         method: 'GET',
         agent: ep.probeAgent,
         headers: { accept: 'application/json', 'x-request-id': ex.id, ...(ex.session ? { 'x-session-id': ex.session.id } : {}) },
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), gone]),
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -33,34 +33,57 @@ function fetchModels(r: Replica, path: string, timeoutMs: number, ex: Exchange):
       },
     );
     req.on('error', () => resolve(undefined));
-    ex.res.once('close', () => req.destroy());
     req.end();
   });
 }
 
+/** The `data` entries of a `/v1/models` answer, or undefined when it is not an OpenAI model list. */
+function modelEntries(a: ModelsAnswer | undefined): Array<Record<string, unknown>> | undefined {
+  if (a === undefined || a.status !== 200) return undefined;
+  try {
+    const doc: unknown = JSON.parse(a.body.toString('utf8'));
+    const data = typeof doc === 'object' && doc !== null ? (doc as { data?: unknown }).data : undefined;
+    if (!Array.isArray(data)) return undefined;
+    return data.filter((m): m is Record<string, unknown> => typeof m === 'object' && m !== null && typeof (m as { id?: unknown }).id === 'string');
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * `GET /v1/models` (SPEC §3): routable replicas in table order, each bounded by the models timeout;
- * the first 200 is relayed as received; none → 503. Never hangs.
+ * `GET /v1/models` (SPEC §3, §4.3): every routable replica is asked at once, each bounded by the
+ * models timeout, and the answer is the union of their lists, deduplicated by `id` (the first
+ * replica in table order that lists an id gives its entry, LoRA `parent` included), in the OpenAI
+ * list shape. None answering a model list → 503. Never hangs.
  */
 export async function relayModels(ex: Exchange, table: readonly Replica[], timeoutMs: number): Promise<void> {
   // The client's query string goes along (SPEC §3); only the path was matched.
   const path = ex.req.url ?? '/v1/models';
-  for (const r of table.filter((x) => x.routable)) {
-    if (ex.res.destroyed) return void ex.end('client_abort');
-    const a = await fetchModels(r, path, timeoutMs, ex);
-    if (a === undefined || a.status !== 200) continue;
-    ex.replica = r;
-    ex.status = 200;
-    ex.bytesOut = a.body.length;
-    ex.end('ok');
-    ex.res.statusCode = 200;
-    const ct = a.headers['content-type'];
-    if (ct !== undefined) ex.res.setHeader('content-type', ct);
-    for (const [k, v] of Object.entries(ex.routerHeaders())) ex.res.setHeader(k, v);
-    ex.res.setHeader('content-length', a.body.length);
-    ex.res.end(a.body);
-    return;
+  const asked = table.filter((x) => x.routable);
+  // One listener for the client's departure, however many replicas are asked.
+  const gone = new AbortController();
+  ex.res.once('close', () => gone.abort());
+  const answers = await Promise.all(asked.map((r) => fetchModels(r, path, timeoutMs, ex, gone.signal)));
+  if (ex.res.destroyed) return void ex.end('client_abort');
+  const byId = new Map<string, Record<string, unknown>>();
+  let answered = 0;
+  for (const a of answers) {
+    const entries = modelEntries(a);
+    if (entries === undefined) continue;
+    answered++;
+    for (const m of entries) if (!byId.has(m.id as string)) byId.set(m.id as string, m);
   }
-  ex.end('no_replica');
-  sendRouterError(ex.res, 'no_replica_available', ex.routerHeaders());
+  if (answered === 0) {
+    ex.end('no_replica');
+    return sendRouterError(ex.res, 'no_replica_available', ex.routerHeaders());
+  }
+  const body = Buffer.from(JSON.stringify({ object: 'list', data: [...byId.values()] }));
+  ex.status = 200;
+  ex.bytesOut = body.length;
+  ex.end('ok');
+  ex.res.statusCode = 200;
+  ex.res.setHeader('content-type', 'application/json');
+  for (const [k, v] of Object.entries(ex.routerHeaders())) ex.res.setHeader(k, v);
+  ex.res.setHeader('content-length', body.length);
+  ex.res.end(body);
 }

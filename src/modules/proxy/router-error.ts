@@ -8,11 +8,25 @@ export const ROUTER_ERRORS = {
   replica_unreachable: { status: 502, type: 'bad_gateway', message: 'no replica could be connected to' },
   replica_disconnected: { status: 502, type: 'bad_gateway', message: 'the replica closed the connection before answering' },
   replica_timeout: { status: 504, type: 'timeout', message: 'the replica did not answer in time' },
+  model_not_found: { status: 404, type: 'invalid_request_error', message: 'no replica serves the requested model' },
   body_too_large: { status: 413, type: 'invalid_request_error', message: 'request body is larger than the router accepts' },
   internal_error: { status: 500, type: 'server_error', message: 'the router failed while handling the request' },
 } as const;
 
 export type RouterErrorCode = keyof typeof ROUTER_ERRORS;
+
+/** Longest model name quoted back in an error message (the name comes from the client). */
+const MAX_QUOTED_MODEL = 200;
+
+/** A client's model name as an error message quotes it: JSON-quoted, cut at 200 characters. */
+export function quotedModel(model: string): string {
+  return JSON.stringify(model.length > MAX_QUOTED_MODEL ? `${model.slice(0, MAX_QUOTED_MODEL)}...` : model);
+}
+
+/** The message of a 503 `no_replica_available`, naming the request's model when it has one (SPEC §4.3). */
+export function noReplicaMessage(model: string | undefined): string | undefined {
+  return model === undefined ? undefined : `no replica serving the model ${quotedModel(model)} is currently routable`;
+}
 
 export function errorBody(code: RouterErrorCode, message?: string): string {
   const e = ROUTER_ERRORS[code];

@@ -66,6 +66,14 @@ export class RegistryService implements OnModuleDestroy {
     return n;
   }
 
+  /**
+   * Whether a request naming `model` has anywhere to go (SPEC §4.3): some replica in the table,
+   * routable or not, lists it, or has a list not known yet. False means 404 `model_not_found`.
+   */
+  mayServe(model: string): boolean {
+    return this.table.some((r) => r.serves(model));
+  }
+
   onModuleDestroy(): void {
     for (const r of this.table) destroyEndpoint(r.endpoint);
   }

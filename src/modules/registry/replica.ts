@@ -29,6 +29,8 @@ export interface ReplicaInit {
   /** An existing server that is not ready yet shows `unready`, not `launching` (default: `ready`). */
   readonly everReady?: boolean;
   readonly maxInflight?: number | undefined;
+  /** Models declared in the config (`models` of a static replica): never discovered (SPEC §4.3). */
+  readonly models?: readonly string[] | undefined;
 }
 
 /** An in-flight exchange the fleet can cut (drain timeout). */
@@ -73,6 +75,13 @@ export class Replica {
    */
   slowness = 1;
   requestSeconds: number | null = null;
+  /**
+   * Models it serves (SPEC §4.3), LoRA adapters included: declared, else its host's model until
+   * discovery reads its `/v1/models`. Undefined while unknown: then it is a candidate for any model.
+   */
+  models: ReadonlySet<string> | undefined;
+  /** The config declared `models`: discovery leaves them alone. */
+  readonly modelsDeclared: boolean;
   /** Exchanges currently on this replica (kept by the proxy). */
   readonly inflight = new Set<Abortable>();
   private idleWaiters: Array<() => void> = [];
@@ -90,6 +99,14 @@ export class Replica {
     this.ready = initial.ready;
     this.everReady = initial.everReady ?? initial.ready;
     this.maxInflight = initial.maxInflight;
+    this.modelsDeclared = initial.models !== undefined;
+    const expected = initial.models ?? (placement?.model !== undefined ? [placement.model] : undefined);
+    this.models = expected === undefined ? undefined : new Set(expected);
+  }
+
+  /** A candidate for a request naming `model`: it lists it, or its list is not known yet. */
+  serves(model: string): boolean {
+    return this.models === undefined || this.models.has(model);
   }
 
   get url(): string {

@@ -22,6 +22,8 @@ export interface Waiter {
   readonly publish: boolean;
   /** A session-less request's prompt chain (prefix affinity), routed by it when it leaves the queue. */
   readonly prefix?: PromptChain;
+  /** The body's `model` (SPEC §4.3): only replicas serving it are candidates when it leaves the queue. */
+  readonly model?: string;
   /** A replica has room: dispatch there (the decision is applied: pinned, counted). */
   admit(d: Routed): void;
   /** Leave the queue unanswered by a replica: the data plane answers the client. */
@@ -101,7 +103,7 @@ export class AdmissionService implements OnApplicationShutdown {
     this.pumping = true;
     try {
       for (const q of this.queue.values()) {
-        const d = this.routing.route(q.waiter.sessionId, q.waiter.publish, q.waiter.prefix);
+        const d = this.routing.route(q.waiter.sessionId, q.waiter.publish, q.waiter.prefix, { model: q.waiter.model });
         if (d.kind === 'wait') return;
         this.take(q.waiter);
         if (d.kind === 'none') {

@@ -34,7 +34,13 @@ export function expectedWait(r: RoutableView): number {
   return (r.load + 1) * (r.slowness ?? 1);
 }
 
-export type SwitchReason = 'overload' | 'unhealthy' | 'draining' | 'removed' | 'expired';
+export type SwitchReason = 'overload' | 'unhealthy' | 'draining' | 'removed' | 'expired' | 'model';
+
+/**
+ * Which replicas may take the request (SPEC §4.3: those serving its `model`); absent = all. A filter
+ * over the live table, not a subset of it, so the rotation keeps its indexes and N.
+ */
+export type Candidates<R extends RoutableView> = ((r: R) => boolean) | undefined;
 
 /** What the session directory said about the session's pin. */
 export type PinState<R extends RoutableView> =
@@ -59,14 +65,14 @@ export type Decision<R extends RoutableView> =
  * The routable replica with room minimising `(expectedWait, (index − counter) mod N, index)`, N
  * being the whole table, or undefined when none is routable and below its `max_inflight`.
  */
-export function leastOutstanding<R extends RoutableView>(table: readonly R[], counter: number, exclude?: R): R | undefined {
+export function leastOutstanding<R extends RoutableView>(table: readonly R[], counter: number, exclude?: R, candidate?: Candidates<R>): R | undefined {
   const n = table.length;
   let best: R | undefined;
   let bestWait = 0;
   let bestRot = 0;
   for (let i = 0; i < n; i++) {
     const r = table[i];
-    if (!r.routable || r.full || r === exclude) continue;
+    if (!r.routable || r.full || r === exclude || (candidate !== undefined && !candidate(r))) continue;
     const rot = (((r.index - counter) % n) + n) % n;
     const wait = expectedWait(r);
     if (best === undefined || wait < bestWait || (wait === bestWait && rot < bestRot)) {
@@ -78,10 +84,10 @@ export function leastOutstanding<R extends RoutableView>(table: readonly R[], co
   return best;
 }
 
-/** Decide where a request of a session goes. */
-export function decide<R extends RoutableView>(table: readonly R[], counter: number, pin: PinState<R>, slack: number): Decision<R> {
-  const least = leastOutstanding(table, counter);
-  if (least === undefined) return table.some((r) => r.routable) ? { kind: 'wait' } : { kind: 'none' };
+/** Decide where a request of a session goes, among the `candidate` replicas when given. */
+export function decide<R extends RoutableView>(table: readonly R[], counter: number, pin: PinState<R>, slack: number, candidate?: Candidates<R>): Decision<R> {
+  const least = leastOutstanding(table, counter, undefined, candidate);
+  if (least === undefined) return table.some((r) => r.routable && (candidate === undefined || candidate(r))) ? { kind: 'wait' } : { kind: 'none' };
   switch (pin.status) {
     case 'none':
       return { kind: 'initialize', replica: least };
@@ -93,6 +99,7 @@ export function decide<R extends RoutableView>(table: readonly R[], counter: num
     case 'prefix': {
       // A prefix match is held to the same rule as a pin.
       const pinned = pin.replica;
+      if (candidate !== undefined && !candidate(pinned)) return { kind: 'switch', replica: least, reason: 'model' };
       if (!pinned.routable) {
         return { kind: 'switch', replica: least, reason: pinned.draining ? 'draining' : 'unhealthy' };
       }

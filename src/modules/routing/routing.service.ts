@@ -8,7 +8,7 @@ import type { ResolvedSession } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { preferCached } from './first-turn.js';
-import { decide, leastOutstanding, type Decision, type PinState } from './routing.policy.js';
+import { decide, leastOutstanding, type Candidates, type Decision, type PinState } from './routing.policy.js';
 import { ReplicaSpeeds } from './replica-speeds.js';
 
 /** What a request brings beyond its session id and prompt chain. */
@@ -17,6 +17,8 @@ export interface RouteHints {
   readonly body?: Buffer;
   /** A session-less request's conversation as the shared store knows it: the replica name another router last chose. */
   readonly holder?: string;
+  /** The body's `model` (SPEC §4.3): only replicas serving it are candidates. */
+  readonly model?: string;
 }
 
 /**
@@ -30,6 +32,11 @@ export class RoutingService {
   private rr = 0;
   /** Rotating tie-break cursor of the policy (SPEC §4): moves past every non-affinity choice. */
   private counter = 0;
+  /**
+   * The same cursor per requested model (SPEC §4.3): with one shared cursor, requests of two models
+   * taking turns would always find the same replica of the second model first.
+   */
+  private readonly modelCounters = new Map<string, number>();
   private rejectedCount = 0;
   private affinityHitCount = 0;
   private readonly releaseListeners: Array<(r: Replica) => void> = [];
@@ -52,6 +59,7 @@ export class RoutingService {
       affinity.prefixes?.release(r);
       const n = registry.list.length;
       this.counter = n === 0 ? 0 : this.counter % n;
+      this.modelCounters.clear();
     });
   }
 
@@ -94,7 +102,10 @@ export class RoutingService {
     return { publish: true, holder: await this.shared.fetchPrefix(session.prefix) };
   }
 
-  /** `prefix`: the prompt's block-hash chain of a session-less request (SPEC §4.1). */
+  /**
+   * `prefix`: the prompt's block-hash chain of a session-less request (SPEC §4.1); `hints.model`:
+   * the body's `model`, when only the replicas serving it are candidates (SPEC §4.3).
+   */
   route(sessionId: string, publish = false, prefix?: PromptChain, hints?: RouteHints): Decision<Replica> {
     const d = this.decideAndApply(sessionId, prefix, hints);
     if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait') {
@@ -109,7 +120,8 @@ export class RoutingService {
 
   private decideAndApply(sessionId: string, prefix: PromptChain | undefined, hints: RouteHints | undefined): Decision<Replica> {
     const now = this.affinity.clock.now();
-    if (this.policy !== 'affinity') return this.baseline(sessionId, now);
+    const model = hints?.model;
+    if (this.policy !== 'affinity') return this.baseline(sessionId, now, model);
     // A live pin is marked used here; a decision to retain it then needs no second write.
     const found = this.affinity.directory.touch(sessionId, now);
     const index = this.affinity.prefixes;
@@ -127,14 +139,16 @@ export class RoutingService {
     const pinned = held ?? (useful ? match.target : undefined);
     const pin: PinState<Replica> = pinned !== undefined ? { status: 'prefix', replica: pinned } : toPinState(found);
     this.speeds?.refresh(this.registry.list);
-    let d = decide(this.registry.list, this.counter, pin, this.slack);
+    let d = decide(this.registry.list, this.cursor(model), pin, this.slack, servesModel(model));
     if (d.kind === 'none') {
       this.rejectedCount++;
       return d;
     }
     if (d.kind === 'wait') return d;
     // A new conversation goes where a long part of its prompt is cached, within the load rule (first-turn.ts).
-    if (d.kind === 'initialize' && pin.status === 'none') d = { kind: 'initialize', replica: preferCached(d.replica, match, this.slack) };
+    // ... among the replicas serving the request's model.
+    const cached = match !== undefined && (model === undefined || match.target.serves(model)) ? match : undefined;
+    if (d.kind === 'initialize' && pin.status === 'none') d = { kind: 'initialize', replica: preferCached(d.replica, cached, this.slack) };
     if (chain !== undefined && index !== undefined) {
       // Once per routed request (a queued one is counted when it leaves the queue).
       index.record(chain.blocks, d.replica);
@@ -149,7 +163,7 @@ export class RoutingService {
       this.affinity.directory.pin(sessionId, d.replica, now);
       d.replica.routed++;
     } else {
-      this.apply(sessionId, d.replica, now);
+      this.apply(sessionId, d.replica, now, model);
     }
     return d;
   }
@@ -161,32 +175,33 @@ export class RoutingService {
   }
 
   /** Benchmark baselines: no affinity at all (round-robin, or least-outstanding alone). */
-  private baseline(sessionId: string, now: number): Decision<Replica> {
+  private baseline(sessionId: string, now: number, model: string | undefined): Decision<Replica> {
     const list = this.registry.list;
+    const candidate = servesModel(model);
     let r: Replica | undefined;
     if (this.policy === 'round-robin') {
       for (let i = 0; i < list.length && r === undefined; i++) {
         const c = list[(this.rr + i) % list.length];
-        if (c.routable && !c.full) r = c;
+        if (c.routable && !c.full && (candidate === undefined || candidate(c))) r = c;
       }
       this.rr = r === undefined ? this.rr : (r.index + 1) % list.length;
     } else {
-      r = leastOutstanding(list, this.counter);
+      r = leastOutstanding(list, this.cursor(model), undefined, candidate);
     }
     if (r === undefined) {
-      if (list.some((x) => x.routable)) return { kind: 'wait' };
+      if (list.some((x) => x.routable && (candidate === undefined || candidate(x)))) return { kind: 'wait' };
       this.rejectedCount++;
       return { kind: 'none' };
     }
-    this.apply(sessionId, r, now);
+    this.apply(sessionId, r, now, model);
     return { kind: 'initialize', replica: r };
   }
 
-  /** After a connect failure on `failed`: the least-loaded other routable replica, pinned. */
-  reroute(sessionId: string, failed: Replica): Replica | undefined {
-    const r = leastOutstanding(this.registry.list, this.counter, failed);
+  /** After a connect failure on `failed`: the least-loaded other routable replica (serving `model`), pinned. */
+  reroute(sessionId: string, failed: Replica, model?: string): Replica | undefined {
+    const r = leastOutstanding(this.registry.list, this.cursor(model), failed, servesModel(model));
     if (r !== undefined) {
-      this.apply(sessionId, r, this.affinity.clock.now());
+      this.apply(sessionId, r, this.affinity.clock.now(), model);
       this.shared.publish(sessionId, r.name);
     }
     return r;
@@ -224,12 +239,30 @@ export class RoutingService {
   }
 
   /** A new or moved pin: pinned, counted, and the tiebreak cursor moves past `r`. */
-  private apply(sessionId: string, r: Replica, now: number): void {
+  private apply(sessionId: string, r: Replica, now: number, model?: string): void {
     this.affinity.directory.pin(sessionId, r, now);
     r.routed++;
     const n = this.registry.list.length;
     if (n > 0) this.counter = (r.index + 1) % n;
+    if (n > 0 && model !== undefined) {
+      // Bounded: a model name comes from the client (an unknown one reaches here only while some replica's list is unknown).
+      if (this.modelCounters.size >= MAX_MODEL_CURSORS && !this.modelCounters.has(model)) this.modelCounters.clear();
+      this.modelCounters.set(model, this.counter);
+    }
   }
+
+  /** The tie-break cursor of a request naming `model` (the shared one without a model, or for a model not seen yet). */
+  private cursor(model: string | undefined): number {
+    return model === undefined ? this.counter : (this.modelCounters.get(model) ?? this.counter);
+  }
+}
+
+/** Most models with a cursor of their own (beyond it the cursors restart). */
+const MAX_MODEL_CURSORS = 1024;
+
+/** The candidate filter of a request naming `model` (SPEC §4.3); none without one. */
+function servesModel(model: string | undefined): Candidates<Replica> {
+  return model === undefined ? undefined : (r) => r.serves(model);
 }
 
 function toPinState(l: PinLookup<Replica>): PinState<Replica> {

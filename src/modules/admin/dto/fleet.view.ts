@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { AutoscalerView } from './autoscaler.view.js';
 import { CapacityView } from './replica.view.js';
+import { ModelCapacityView } from './model-capacity.view.js';
 
 export class LaunchedView {
   @ApiProperty({ example: 'node-d0' }) readonly name!: string;
@@ -59,4 +60,5 @@ export class FleetView {
   @ApiProperty({ type: [FailureView], description: 'recent launches that failed or timed out, newest first' }) readonly failures!: FailureView[];
   @ApiProperty({ type: AutoscalerView, description: "the autoscaler (SPEC §6.1): paused or not, each model pool's current and desired size" })
   readonly autoscaler!: AutoscalerView;
+  @ApiProperty({ type: [ModelCapacityView], description: 'capacity per model (SPEC §4.3)' }) readonly models!: ModelCapacityView[];
 }

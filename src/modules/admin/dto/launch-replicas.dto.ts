@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { NAME_PATTERN } from '../../../config/config.rules.js';
 
 export class LaunchReplicasDto {
@@ -15,6 +15,12 @@ export class LaunchReplicasDto {
   @IsString()
   @Matches(NAME_PATTERN, { message: 'host must be a host name declared in the config' })
   readonly host?: string;
+
+  @ApiPropertyOptional({ example: 'llama-8b', description: 'launch on a host serving this model (its served_model_name, else its model); 404 when none does' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 512)
+  readonly model?: string;
 }
 
 export class PatchReplicaDto {

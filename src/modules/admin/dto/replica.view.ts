@@ -50,6 +50,13 @@ export class ReplicaView {
   @ApiProperty({ type: HealthView, nullable: true }) readonly last_health!: HealthView | null;
   @ApiProperty({ type: SpeedView, description: 'speed-aware load (SPEC §4.2); slowness 1 and null seconds with routing.speed_aware off' })
   readonly speed!: SpeedView;
+  @ApiProperty({
+    example: ['llama-8b', 'sql-lora'],
+    nullable: true,
+    type: [String],
+    description: 'models it serves, LoRA adapters included (declared, or read from its /v1/models); null while not known yet',
+  })
+  readonly models!: string[] | null;
 }
 
 export class ReplicaListView {
@@ -76,6 +83,7 @@ export function replicaView(r: Replica): ReplicaView {
     log_path: p?.logPath ?? null,
     last_health: r.lastHealth,
     speed: { seconds_per_request: r.requestSeconds === null ? null : Math.round(r.requestSeconds * 1e6) / 1e6, slowness: Math.round(r.slowness * 1e4) / 1e4 },
+    models: r.models === undefined ? null : [...r.models],
   };
 }
 
