@@ -27,6 +27,7 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
       'kind',
       'last_health',
       'log_path',
+      'models',
       'name',
       'outstanding',
       'owned',

@@ -70,7 +70,6 @@ describe('launch security (issue 7 §10)', () => {
     for (const body of [
       { host: 'h', command: ['sh', '-c', 'id'] },
       { host: 'h', ssh: 'root@evil' },
-      { host: 'h', model: 'other' },
       { count: 1, port: 22 },
       { host: ['h'] },
       { host: { name: 'h' } },
@@ -78,6 +77,10 @@ describe('launch security (issue 7 §10)', () => {
       const r = await adminCall(router, 'POST', '/replicas', { body });
       assert.equal(r.status, 400, JSON.stringify(body));
     }
+    // A model only selects among the declared hosts (SPEC §4.3): none serves this one, nothing runs.
+    const other = await adminCall(router, 'POST', '/replicas', { body: { host: 'h', model: 'other' } });
+    assert.equal(other.status, 404);
+    assert.equal(other.body.code, 'unknown_model');
     assert.deepEqual((await adminCall(router, 'GET', '/replicas')).body.replicas, [], 'nothing was launched');
     assert.equal(router.logs().filter((l) => l['event'] === 'launch').length, 0);
     const ok = await adminCall(router, 'POST', '/replicas', { body: { host: 'h' } });

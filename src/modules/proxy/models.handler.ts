@@ -67,10 +67,11 @@ export async function relayModels(ex: Exchange, table: readonly Replica[], timeo
   if (ex.res.destroyed) return void ex.end('client_abort');
   const byId = new Map<string, Record<string, unknown>>();
   let answered = 0;
-  for (const a of answers) {
+  for (const [i, a] of answers.entries()) {
     const entries = modelEntries(a);
     if (entries === undefined) continue;
-    answered++;
+    // One replica's list alone: that replica answered (X-Router-Replica); several: none of them did.
+    ex.replica = answered++ === 0 ? asked[i] : undefined;
     for (const m of entries) if (!byId.has(m.id as string)) byId.set(m.id as string, m);
   }
   if (answered === 0) {
