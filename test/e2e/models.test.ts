@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { freePort, simRequest, spawnSim, stopAllSims, type SimProcess, type SimResponse } from '../support/sim-process.js';
 import { simHost } from '../support/fleet.js';
+import { parseProm, sum } from '../support/prom.js';
 
 type Json = Record<string, unknown>;
 const ADMIN = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
@@ -135,6 +136,17 @@ describe('routing by model (SPEC §4.3)', () => {
     } finally {
       await adminCall(router, 'PATCH', '/replicas/B', { body: { draining: false } });
     }
+  });
+
+  it('labels request metrics with the model the fleet lists, and counts ready replicas per model', async () => {
+    const { samples } = parseProm((await simRequest(`${router.url}/metrics`)).body.toString());
+    const requests = (model: string): number => sum(samples, 'affinity_router_requests_total', { route: '/v1/chat/completions', model });
+    assert.ok(requests('m1') >= 12 && requests('m2') >= 12 && requests('lora-b') >= 6, JSON.stringify([requests('m1'), requests('m2')]));
+    assert.ok(requests('none') >= 6);
+    assert.equal(requests('no-such-model'), 0, 'a model no replica lists is never a label value');
+    assert.ok(requests('unknown') >= 1);
+    const ready = (model: string): number => sum(samples, 'affinity_router_model_replicas_ready', { model });
+    assert.deepEqual([ready('m1'), ready('m2'), ready('lora-b')], [1, 2, 1]);
   });
 });
 

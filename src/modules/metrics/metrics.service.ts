@@ -18,6 +18,7 @@ import { registerAutoscaleMetrics } from './autoscale-metrics.js';
 import { AutoscalerService } from '../fleet/autoscaler.service.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
 import { registerSpeedMetrics } from './speed-metrics.js';
+import { modelLabel, registerModelMetrics } from './model-metrics.js';
 
 const P = 'affinity_router_';
 const STATES: readonly ReplicaState[] = ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'];
@@ -27,12 +28,13 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 /**
  * Prometheus metrics (SPEC §9). Labels are bounded: route (known OpenAI paths or `other`), status,
- * replica (fleet size), decision/reason (fixed sets). Never a session id.
+ * replica (fleet size), decision/reason (fixed sets), model (the models replicas list, else `none` or
+ * `unknown`). Never a session id.
  */
 @Injectable()
 export class MetricsService {
   readonly registry = new Registry();
-  private readonly requests: Counter<'route' | 'status' | 'replica' | 'decision' | 'reason'>;
+  private readonly requests: Counter<'route' | 'status' | 'replica' | 'decision' | 'reason' | 'model'>;
   private readonly received: Counter;
   private readonly terminations: Counter<'cause'>;
   private readonly overhead: Histogram<'phase'>;
@@ -43,7 +45,7 @@ export class MetricsService {
   private readonly healthLatency: Histogram<'replica'>;
 
   constructor(
-    registry: RegistryService,
+    private readonly replicas: RegistryService,
     affinity: AffinityService,
     fleet: FleetService,
     health: HealthService,
@@ -56,6 +58,7 @@ export class MetricsService {
     autoscaler: AutoscalerService,
   ) {
     const reg = this.registry;
+    const registry = replicas;
     collectDefaultMetrics({ register: reg });
     this.received = new Counter({
       name: `${P}requests_received_total`,
@@ -64,8 +67,8 @@ export class MetricsService {
     });
     this.requests = new Counter({
       name: `${P}requests_total`,
-      help: 'Data-plane requests by route, status, replica and routing decision.',
-      labelNames: ['route', 'status', 'replica', 'decision', 'reason'],
+      help: 'Data-plane requests by route, status, replica, routing decision and requested model.',
+      labelNames: ['route', 'status', 'replica', 'decision', 'reason', 'model'],
       registers: [reg],
     });
     this.terminations = new Counter({
@@ -209,6 +212,7 @@ export class MetricsService {
 
     registerFleetMetrics(reg, P, fleet, redis, leader);
     registerAutoscaleMetrics(reg, P, autoscaler);
+    registerModelMetrics(reg, P, replicas);
 
     observer.onArrival(() => this.received.inc());
     observer.subscribe((ex) => this.exchangeEnded(ex));
@@ -233,7 +237,8 @@ export class MetricsService {
     const route = routeLabel(ex.req.url);
     const status = String(ex.status || (ex.cause === 'client_abort' ? 499 : 0));
     const replica = ex.replica?.name ?? 'none';
-    const key = `${route} ${status} ${replica} ${ex.decision}`;
+    const model = modelLabel(ex.session?.model, this.replicas);
+    const key = `${route} ${status} ${replica} ${ex.decision} ${model}`;
     let series = this.requestSeries.get(key);
     if (series === undefined) {
       const sep = ex.decision.indexOf(';reason=');
@@ -243,6 +248,7 @@ export class MetricsService {
         replica,
         decision: sep >= 0 ? ex.decision.slice(0, sep) : ex.decision,
         reason: sep >= 0 ? ex.decision.slice(sep + 8) : '',
+        model,
       });
       this.requestSeries.set(key, series);
     }
