@@ -23,8 +23,8 @@ const REPO = (() => {
   }
   throw new Error(`no config/demo.json above ${DEMO_ENTRY}`);
 })();
-/** config/demo.json: slots demo-d0..d2 on port_base 18001 + device. */
-const DEMO_SLOT_PORTS = [18001, 18002, 18003];
+/** config/demo.json: slots demo-d0..d1 (sim-model) on 18001 + device, coder-d0..d1 (sim-coder) on 18011 + device. */
+const DEMO_SLOT_PORTS = [18001, 18011];
 
 /** Resolves with a port free on `host` a moment ago, or undefined when `host` cannot be bound. */
 function freePortOn(host: string): Promise<number | undefined> {
@@ -77,7 +77,7 @@ describe('npm start: the demo', () => {
   it('prints the URL of a --host/--port= override, answers a chat from a simulator, and on SIGINT exits leaving no simulator alive', async (t) => {
     // The demo's replica command is `node dist/sim/replica.js` in the repository (built by npm install).
     assert.ok(existsSync(join(REPO, 'dist', 'sim', 'replica.js')), `${REPO}/dist/sim/replica.js is not built (npm run build)`);
-    for (const p of DEMO_SLOT_PORTS.slice(0, 2)) assert.ok(await portFree(p), `port ${p} (a demo slot of config/demo.json) is in use`);
+    for (const p of DEMO_SLOT_PORTS) assert.ok(await portFree(p), `port ${p} (a demo slot of config/demo.json) is in use`);
     // A loopback address other than the demo's default 127.0.0.1, so a banner that ignores --host
     // prints a URL nothing listens on. Linux routes all of 127/8 to lo; elsewhere fall back.
     let host = '127.0.0.2';
@@ -123,15 +123,31 @@ describe('npm start: the demo', () => {
       15_000,
       `a 200 from the demo${why()}`,
     );
-    assert.match(String(r.headers['x-router-replica']), /^demo-d[0-2]$/);
+    assert.match(String(r.headers['x-router-replica']), /^demo-d[01]$/);
     assert.equal(r.headers['x-replica-name'], r.headers['x-router-replica'], 'answered by the simulator the router named');
     assert.equal((JSON.parse(r.body.toString()) as { object: string }).object, 'chat.completion');
+    // The second model, and its LoRA adapter, served by the coder replica (SPEC §4.3).
+    for (const model of ['sim-coder', 'sim-coder-sql']) {
+      const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'write a loop' }], max_tokens: 4 });
+      const c = await waitFor(
+        async () => {
+          const res = await simRequest(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).catch(
+            () => undefined,
+          );
+          return res?.status === 200 ? res : undefined;
+        },
+        15_000,
+        `a 200 for ${model} from the demo${why()}`,
+      );
+      assert.equal(c.headers['x-replica-name'], 'coder-d0', model);
+      assert.equal((JSON.parse(c.body.toString()) as { model: string }).model, model);
+    }
 
     // The launched simulators, from the admin API with the printed token.
     const list = await adminCall({ url: url }, 'GET', '/replicas', { token: token });
     assert.equal(list.status, 200);
     const launched = (list.body.replicas as Array<{ name: string; pid: number | null; kind: string }>).filter((x) => x.kind === 'launched');
-    assert.deepEqual(launched.map((x) => x.name).sort(), ['demo-d0', 'demo-d1']);
+    assert.deepEqual(launched.map((x) => x.name).sort(), ['coder-d0', 'demo-d0']);
     for (const x of launched) {
       assert.equal(typeof x.pid, 'number', `${x.name} pid`);
       pids.push(x.pid!);
