@@ -114,6 +114,18 @@ describe('config file: max_inflight', () => {
   });
 });
 
+describe('config file: models (SPEC §4.3)', () => {
+  it('takes the models a static replica declares, and refuses an empty list, a non-string, an empty id or a duplicate', () => {
+    assert.deepEqual(load({ replicas: [replica({ models: ['llama-8b', 'sql-lora'] })] }).replicas[0].models, ['llama-8b', 'sql-lora']);
+    assert.equal(load({ replicas: [replica()] }).replicas[0].models, undefined);
+    rejects({ replicas: [replica({ models: [] })] }, 'replicas[0].models', /non-empty array of model ids, got \[\]/);
+    rejects({ replicas: [replica({ models: 'llama' })] }, 'replicas[0].models', /non-empty array of model ids, got "llama"/);
+    rejects({ replicas: [replica({ models: ['a', 3] })] }, 'replicas[0].models', /element \[1\] is 3/);
+    rejects({ replicas: [replica({ models: [''] })] }, 'replicas[0].models', /element \[0\] is ""/);
+    rejects({ replicas: [replica({ models: ['a', 'a'] })] }, 'replicas[0].models', /model "a" is listed more than once/);
+  });
+});
+
 describe('config file: names', () => {
   it('refuses names outside [A-Za-z0-9._:-]{1,64}', () => {
     rejects({ replicas: [replica({ name: 'bad name' })] }, 'replicas[0].name', /1-64 characters .* got "bad name"/);

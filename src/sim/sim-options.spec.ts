@@ -17,6 +17,11 @@ describe('parseSimArgs', () => {
     assert.equal(o.itlMs, 0);
     assert.equal(o.itlJitterMs, 0);
     assert.deepEqual(o.faults, noFaults());
+    assert.deepEqual(o.lora, []);
+  });
+
+  it('reads LoRA adapter names from --lora a,b', () => {
+    assert.deepEqual(parseSimArgs(['--lora', 'sql, chat-v2']).lora, ['sql', 'chat-v2']);
   });
 
   it('reads values in both --flag value and --flag=value forms', () => {
@@ -111,6 +116,8 @@ describe('parseSimArgs', () => {
     [['--output-tokens', '1.5'], /--output-tokens: "1\.5" is not an integer >= 1/],
     [['--show-startup-logs=yes'], /--show-startup-logs takes no value/],
     [['--name', ''], /--name: must not be empty/],
+    [['--lora', 'a,,b'], /--lora: "a,,b" is not a comma-separated list of names \(an entry is empty\)/],
+    [['--lora', 'a,a'], /--lora: "a" is listed twice/],
     [['--tls-cert', 'c.pem'], /--tls-cert and --tls-key must be given together/],
     [['--fault-hang', 'sometimes'], /--fault-hang: hang must be "headers", "body" or null/],
     [['--fault-status', '200'], /--fault-status: "200" is not an integer in 400\.\.599/],

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { peekTopLevelString } from './body-peek.js';
+import { peekTopLevelString, peekTopLevelStrings } from './body-peek.js';
 
 const peek = (s: string | Buffer, f = 'session_id'): string | undefined => peekTopLevelString(typeof s === 'string' ? Buffer.from(s) : s, f);
 
@@ -46,6 +46,31 @@ describe('peekTopLevelString', () => {
         const parsed = JSON.parse(text) as Record<string, unknown>;
         const expected = typeof parsed['session_id'] === 'string' ? parsed['session_id'] : undefined;
         assert.equal(peek(text), expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('peekTopLevelStrings (session id and model in one pass)', () => {
+  const needles = [Buffer.from('"session_id"'), Buffer.from('"model"')];
+  const peekBoth = (s: string): Array<string | undefined> => peekTopLevelStrings(Buffer.from(s), needles);
+
+  it('finds both fields, either one alone, or neither', () => {
+    assert.deepEqual(peekBoth('{"model":"m1","messages":[{"model":"nested"}],"session_id":"s"}'), ['s', 'm1']);
+    assert.deepEqual(peekBoth('{"model":"m1"}'), [undefined, 'm1']);
+    assert.deepEqual(peekBoth('{"session_id":"s","model":7}'), ['s', undefined]);
+    assert.deepEqual(peekBoth('{"model":"m1","session_id":"s"'), [undefined, undefined]);
+    assert.deepEqual(peekBoth('not json'), [undefined, undefined]);
+  });
+
+  it('agrees with JSON.parse on arbitrary objects, for both fields', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.oneof(fc.constant('session_id'), fc.constant('model'), fc.string()), fc.jsonValue()), (obj) => {
+        const text = JSON.stringify(obj);
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        const str = (k: string): string | undefined => (typeof parsed[k] === 'string' ? (parsed[k]) : undefined);
+        assert.deepEqual(peekBoth(text), [str('session_id'), str('model')]);
       }),
       { numRuns: 500 },
     );

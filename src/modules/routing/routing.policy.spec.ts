@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decide, type PinState, type RoutableView } from './routing.policy.js';
+import { affinityHeader, decide, type PinState, type RoutableView } from './routing.policy.js';
 
 interface R extends RoutableView {
   name: string;
@@ -28,6 +28,34 @@ function routeMany(t: R[], sessions: string[], slack = 8): string[] {
     return d.replica.name;
   });
 }
+
+describe('routing policy: candidates by model (SPEC §4.3)', () => {
+  const odd = (r: R): boolean => r.index % 2 === 1;
+
+  it('chooses only among the candidates, the rotation keeping the whole table', () => {
+    const t = table(4);
+    const d = decide(t, 0, { status: 'none' }, 8, odd);
+    assert.deepEqual([d.kind, d.kind === 'initialize' ? d.replica.name : ''], ['initialize', 'r1']);
+    const next = decide(t, 2, { status: 'none' }, 8, odd);
+    assert.equal(next.kind === 'initialize' ? next.replica.name : '', 'r3');
+  });
+
+  it('moves a pin that does not serve the model (switch;reason=model), keeps one that does', () => {
+    const t = table(4);
+    const moved = decide(t, 0, { status: 'live', replica: t[0] }, 8, odd);
+    assert.equal(affinityHeader(moved), 'switch;reason=model');
+    assert.equal(decide(t, 0, { status: 'prefix', replica: t[2] }, 8, odd).kind, 'switch');
+    assert.equal(decide(t, 0, { status: 'live', replica: t[3] }, 8, odd).kind, 'retain');
+  });
+
+  it('waits only for a full candidate, and has none when no candidate is routable', () => {
+    const t = table(3);
+    t[1].full = true;
+    assert.equal(decide(t, 0, { status: 'none' }, 8, odd).kind, 'wait');
+    t[1].routable = false;
+    assert.equal(decide(t, 0, { status: 'none' }, 8, odd).kind, 'none');
+  });
+});
 
 describe('routing policy', () => {
   it('sends new sessions on an idle fleet r0, r1, r2, r0 ...', () => {
