@@ -8,6 +8,9 @@ import { PrefixIndex } from './prefix-index.js';
 import { resolveSessionId, type ResolvedSession } from './session-id.js';
 import { SessionDirectory } from './session-directory.js';
 
+/** The session field keeps JSON.parse's last-wins rule; the first `model` is enough (see peekTopLevelStrings). */
+const FIRST_WINS = [false, true];
+
 /** The session directory and session-id extraction, configured once. */
 @Injectable()
 export class AffinityService {
@@ -38,7 +41,7 @@ export class AffinityService {
    */
   resolve(header: string | string[] | undefined, body: Buffer | undefined): ResolvedSession {
     const h = Array.isArray(header) ? header[0] : header;
-    const [bodyId, model] = body === undefined ? [] : peekTopLevelStrings(body, this.needles);
+    const [bodyId, model] = body === undefined ? [] : peekTopLevelStrings(body, this.needles, FIRST_WINS);
     const resolved = resolveSessionId(h, bodyId);
     const session = model === undefined ? resolved : { ...resolved, model };
     if (session.source !== 'minted' || body === undefined || this.prefixes === undefined) return session;

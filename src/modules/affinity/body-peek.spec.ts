@@ -54,7 +54,8 @@ describe('peekTopLevelString', () => {
 
 describe('peekTopLevelStrings (session id and model in one pass)', () => {
   const needles = [Buffer.from('"session_id"'), Buffer.from('"model"')];
-  const peekBoth = (s: string): Array<string | undefined> => peekTopLevelStrings(Buffer.from(s), needles);
+  // As the router asks: the session field exactly (last wins), the first `model` enough.
+  const peekBoth = (s: string): Array<string | undefined> => peekTopLevelStrings(Buffer.from(s), needles, [false, true]);
 
   it('finds both fields, either one alone, or neither', () => {
     assert.deepEqual(peekBoth('{"model":"m1","messages":[{"model":"nested"}],"session_id":"s"}'), ['s', 'm1']);
@@ -64,12 +65,18 @@ describe('peekTopLevelStrings (session id and model in one pass)', () => {
     assert.deepEqual(peekBoth('not json'), [undefined, undefined]);
   });
 
+  it('stops at the first model when no session field is in the body, and reads to the end when one is', () => {
+    assert.deepEqual(peekBoth('{"model":"m1","messages":[unparsed tail'), [undefined, 'm1']);
+    assert.deepEqual(peekBoth('{"model":"m1","session_id":"s","messages":[unparsed tail'), [undefined, undefined]);
+    assert.deepEqual(peekTopLevelStrings(Buffer.from('{"model":"m1","x":[unparsed tail'), needles), [undefined, undefined], 'exact by default');
+  });
+
   it('agrees with JSON.parse on arbitrary objects, for both fields', () => {
     fc.assert(
       fc.property(fc.dictionary(fc.oneof(fc.constant('session_id'), fc.constant('model'), fc.string()), fc.jsonValue()), (obj) => {
         const text = JSON.stringify(obj);
         const parsed = JSON.parse(text) as Record<string, unknown>;
-        const str = (k: string): string | undefined => (typeof parsed[k] === 'string' ? (parsed[k]) : undefined);
+        const str = (k: string): string | undefined => (typeof parsed[k] === 'string' ? parsed[k] : undefined);
         assert.deepEqual(peekBoth(text), [str('session_id'), str('model')]);
       }),
       { numRuns: 500 },

@@ -83,12 +83,20 @@ export function peekTopLevelString(body: Buffer, field: string, fieldNeedle?: Bu
  * Several top-level string fields in one pass (the session id and the `model`, SPEC §4.3), each
  * given as its JSON-quoted key (`Buffer.from(JSON.stringify(name))`). Entry `k` of the result is
  * what peekTopLevelString would return for needle `k`; a malformed body has none of them.
+ *
+ * `firstWins[k]` true: the first occurrence of field `k` is enough. When every field whose key
+ * occurs in the bytes is such a field, the scan stops once they are all found, without reading
+ * the rest of the body: a request whose session comes from a header pays for its `model` (the
+ * first key of most clients' bodies) only up to that key, not a pass over a long chat history.
+ * The price: a duplicate key or a malformed tail after it is not seen (the replica judges those).
  */
-export function peekTopLevelStrings(body: Buffer, needles: readonly Buffer[]): Array<string | undefined> {
+export function peekTopLevelStrings(body: Buffer, needles: readonly Buffer[], firstWins: readonly boolean[] = []): Array<string | undefined> {
   const found: Array<string | undefined> = needles.map(() => undefined);
   // Cheap reject: a field whose quoted key is nowhere in the bytes is not looked for.
   const wanted = needles.map((n) => body.length > 0 && body.indexOf(n) >= 0);
   if (!wanted.includes(true)) return found;
+  const early = wanted.every((w, k) => !w || firstWins[k] === true);
+  let left = wanted.filter((w) => w).length;
   const none = (): Array<string | undefined> => needles.map(() => undefined);
   let i = skipWs(body, 0);
   if (body[i] !== LBRACE) return none();
@@ -110,7 +118,10 @@ export function peekTopLevelStrings(body: Buffer, needles: readonly Buffer[]): A
     const valueStart = i;
     const valueEnd = skipValue(body, i);
     if (valueEnd < 0) return none();
-    if (match >= 0) found[match] = body[valueStart] === QUOTE ? decodeJsonString(body, valueStart, valueEnd) : undefined;
+    if (match >= 0) {
+      found[match] = body[valueStart] === QUOTE ? decodeJsonString(body, valueStart, valueEnd) : undefined;
+      if (early && --left === 0) return found;
+    }
     i = skipWs(body, valueEnd);
     if (body[i] === COMMA) {
       i = skipWs(body, i + 1);
