@@ -3,8 +3,10 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { HealthService } from './health.service.js';
+import { ModelDiscovery } from './model-discovery.js';
 
 const JOB = 'health-poll';
+const MODELS_JOB = 'models-refresh';
 
 /**
  * The poller: a fixed-period interval (no drift with probe time) that only calls the service and
@@ -14,6 +16,7 @@ const JOB = 'health-poll';
 export class HealthJobs implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly health: HealthService,
+    private readonly models: ModelDiscovery,
     private readonly scheduler: SchedulerRegistry,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
@@ -23,10 +26,15 @@ export class HealthJobs implements OnApplicationBootstrap, OnApplicationShutdown
     handle.unref();
     this.scheduler.addInterval(JOB, handle);
     this.run();
+    // Model lists (SPEC §4.3): read at start, then every --models-refresh.
+    const models = setInterval(() => this.models.refresh(), this.models.refreshMs);
+    models.unref();
+    this.scheduler.addInterval(MODELS_JOB, models);
+    this.models.refresh();
   }
 
   onApplicationShutdown(): void {
-    if (this.scheduler.doesExist('interval', JOB)) this.scheduler.deleteInterval(JOB);
+    for (const job of [JOB, MODELS_JOB]) if (this.scheduler.doesExist('interval', job)) this.scheduler.deleteInterval(job);
   }
 
   private run(): void {

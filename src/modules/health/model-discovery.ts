@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
@@ -32,15 +32,14 @@ export function modelIds(text: string): string[] | undefined {
 
 /**
  * Model discovery (SPEC §4.3): each replica's `GET /v1/models`, read on the probe's own connection
- * (SPEC §3) when it becomes ready, once at start for the replicas already ready, and every
- * `--models-refresh` for every ready replica. LoRA adapters an engine lists there are models like
+ * (SPEC §3) when it becomes ready, and for every ready replica once at start and every
+ * `--models-refresh` (both `refresh()`, called by HealthJobs). LoRA adapters an engine lists there are models like
  * any other. Replicas with declared `models` are never asked. A failed or malformed answer keeps
  * the list already known. The only code that changes `Replica.models`.
  */
 @Injectable()
-export class ModelDiscovery implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ModelDiscovery {
   private readonly inFlight = new Set<Replica>();
-  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly config: RouterConfig,
@@ -53,14 +52,9 @@ export class ModelDiscovery implements OnApplicationBootstrap, OnApplicationShut
     });
   }
 
-  onApplicationBootstrap(): void {
-    this.refresh();
-    this.timer = setInterval(() => this.refresh(), this.config.modelsRefreshMs);
-    this.timer.unref();
-  }
-
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
+  /** Period of `refresh()`. */
+  get refreshMs(): number {
+    return this.config.modelsRefreshMs;
   }
 
   /** Re-read the list of every ready replica (never throws). */
