@@ -3,6 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { AffinityService } from './affinity.service.js';
+import { startJob, stopJobs } from '../../common/jobs.js';
 
 const JOB = 'session-sweep';
 /** Expired pins leave the directory (and the per-replica counts) at most this long after their TTL. */
@@ -21,13 +22,11 @@ export class AffinityJobs implements OnApplicationBootstrap, OnApplicationShutdo
   ) {}
 
   onApplicationBootstrap(): void {
-    const handle = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
-    handle.unref();
-    this.scheduler.addInterval(JOB, handle);
+    startJob(this.scheduler, JOB, SWEEP_EVERY_MS, () => this.sweep());
   }
 
   onApplicationShutdown(): void {
-    if (this.scheduler.doesExist('interval', JOB)) this.scheduler.deleteInterval(JOB);
+    stopJobs(this.scheduler, JOB);
   }
 
   private sweep(): void {

@@ -6,6 +6,7 @@ import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { RedisService } from './redis.service.js';
+import { startJob, stopJobs } from '../../common/jobs.js';
 
 /** Renew when the lease still names this router (ARGV[1] = "id|"); refresh the advertised URL too. */
 const RENEW = `local v = redis.call('GET', KEYS[1]) if v and string.sub(v, 1, string.len(ARGV[1])) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2]) return 1 else return 0 end`;
@@ -71,14 +72,9 @@ export class LeaderService implements BeforeApplicationShutdown {
   async start(): Promise<void> {
     if (!this.redis.enabled) return;
     await this.tick();
-    this.timer = setInterval(
-      () => {
-        this.tick().catch((e: unknown) => this.log.error({ err: e }, 'fleet lease tick failed'));
-      },
-      Math.max(100, this.ttlMs / 3),
-    );
-    this.timer.unref();
-    this.scheduler.addInterval(LEASE_JOB, this.timer);
+    this.timer = startJob(this.scheduler, LEASE_JOB, Math.max(100, this.ttlMs / 3), () => {
+      this.tick().catch((e: unknown) => this.log.error({ err: e }, 'fleet lease tick failed'));
+    });
   }
 
   private async tick(): Promise<void> {
@@ -144,7 +140,7 @@ export class LeaderService implements BeforeApplicationShutdown {
 
   /** Hand the lease over at once on a clean shutdown (before the Redis connection closes). */
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', LEASE_JOB)) this.scheduler.deleteInterval(LEASE_JOB);
+    stopJobs(this.scheduler, LEASE_JOB);
     const c = this.redis.client;
     if (c !== undefined && this.leader && this.redis.up) {
       await c.eval(RELEASE, 1, this.redis.key('fleet', 'leader'), `${this.id}|`).catch(() => undefined);

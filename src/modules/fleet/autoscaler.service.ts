@@ -11,6 +11,7 @@ import { AdmissionService } from '../routing/admission.service.js';
 import { launchHost, poolsOf, samplePool, scaleInChoice, type Pool, type PoolFacts } from './autoscale-pools.js';
 import { afterLaunchFailure, afterLaunchReady, decide, NEW_TRACK, type Decision, type PoolTrack } from './autoscale.policy.js';
 import { FleetService } from './fleet.service.js';
+import { startJob, stopJobs } from '../../common/jobs.js';
 
 const JOB = 'fleet-autoscale';
 
@@ -70,15 +71,13 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
 
   onApplicationBootstrap(): void {
     if (this.settings === undefined) return;
-    const handle = setInterval(() => {
+    startJob(this.scheduler, JOB, this.settings.intervalMs, () => {
       this.tick().catch((e: unknown) => this.log.error({ err: e }, 'autoscale tick failed'));
-    }, this.settings.intervalMs);
-    handle.unref();
-    this.scheduler.addInterval(JOB, handle);
+    });
   }
 
   onApplicationShutdown(): void {
-    if (this.scheduler.doesExist('interval', JOB)) this.scheduler.deleteInterval(JOB);
+    stopJobs(this.scheduler, JOB);
   }
 
   /** Pause or resume (the admin API). Resuming starts every window afresh. */

@@ -7,6 +7,7 @@ import { LeaderService } from '../cluster/leader.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { recordedReplica } from './recorded-replica.js';
 import { readStateFile } from './state-file.js';
+import { startJob, stopJobs } from '../../common/jobs.js';
 
 const MIRROR_EVERY_MS = 1_000;
 const MIRROR_JOB = 'fleet-mirror';
@@ -30,14 +31,12 @@ export class FleetMirror {
   start(): void {
     if (this.timer !== undefined) return;
     this.syncLogged();
-    this.timer = setInterval(() => this.syncLogged(), MIRROR_EVERY_MS);
-    this.timer.unref();
-    this.scheduler.addInterval(MIRROR_JOB, this.timer);
+    this.timer = startJob(this.scheduler, MIRROR_JOB, MIRROR_EVERY_MS, () => this.syncLogged());
   }
 
   /** Stop mirroring and drop the mirrored replicas (this router now leads and adopts them). */
   stop(): void {
-    if (this.scheduler.doesExist('interval', MIRROR_JOB)) this.scheduler.deleteInterval(MIRROR_JOB);
+    stopJobs(this.scheduler, MIRROR_JOB);
     this.timer = undefined;
     for (const r of [...this.registry.list]) if (r.kind === 'shared') this.registry.remove(r.name);
   }

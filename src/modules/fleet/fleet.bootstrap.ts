@@ -9,9 +9,9 @@ import { FleetService } from './fleet.service.js';
 import { FleetMirror } from './fleet-mirror.js';
 import { StateService } from './state.service.js';
 import type { FleetState } from './state-file.js';
+import { startJob, stopJobs } from '../../common/jobs.js';
 
-const LAUNCH_JOB = 'fleet-launch-check';
-const PIN_FLUSH_JOB = 'state-pin-flush';
+const JOBS = { launchCheck: 'fleet-launch-check', pinFlush: 'state-pin-flush' } as const;
 
 /**
  * Start-up of the fleet: lead it (adopt what was recorded, through FleetAdoption, then launch up to
@@ -46,13 +46,11 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
       }
     });
     const flush = this.state.startPinFlush();
-    if (flush !== undefined) this.scheduler.addInterval(PIN_FLUSH_JOB, flush);
+    if (flush !== undefined) this.scheduler.addInterval(JOBS.pinFlush, flush);
     const every = Math.max(100, Math.min(1_000, this.config.launchTimeoutMs / 4, this.config.health.intervalMs));
-    const handle = setInterval(() => {
+    startJob(this.scheduler, JOBS.launchCheck, every, () => {
       this.fleet.checkLaunching().catch((e: unknown) => this.log.error({ err: e }, 'launch check failed'));
-    }, every);
-    handle.unref();
-    this.scheduler.addInterval(LAUNCH_JOB, handle);
+    });
   }
 
   /** Take the fleet: adopt what was recorded (Redis first, else the state file), then launch up to the target. */
@@ -65,7 +63,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
   }
 
   onApplicationShutdown(): void {
-    for (const job of [LAUNCH_JOB, PIN_FLUSH_JOB]) if (this.scheduler.doesExist('interval', job)) this.scheduler.deleteInterval(job);
+    stopJobs(this.scheduler, JOBS.launchCheck, JOBS.pinFlush);
   }
 
   /** `--initial-replicas` is a target that counts adopted replicas (SPEC §6). */

@@ -4,9 +4,9 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { HealthService } from './health.service.js';
 import { ModelDiscovery } from './model-discovery.js';
+import { startJob, stopJobs } from '../../common/jobs.js';
 
-const JOB = 'health-poll';
-const MODELS_JOB = 'models-refresh';
+const JOBS = { poll: 'health-poll', models: 'models-refresh' } as const;
 
 /**
  * The poller: a fixed-period interval (no drift with probe time) that only calls the service and
@@ -22,19 +22,15 @@ export class HealthJobs implements OnApplicationBootstrap, OnApplicationShutdown
   ) {}
 
   onApplicationBootstrap(): void {
-    const handle = setInterval(() => this.run(), this.health.settings.intervalMs);
-    handle.unref();
-    this.scheduler.addInterval(JOB, handle);
+    startJob(this.scheduler, JOBS.poll, this.health.settings.intervalMs, () => this.run());
     this.run();
     // Model lists (SPEC §4.3): read at start, then every --models-refresh.
-    const models = setInterval(() => this.models.refresh(), this.models.refreshMs);
-    models.unref();
-    this.scheduler.addInterval(MODELS_JOB, models);
+    startJob(this.scheduler, JOBS.models, this.models.refreshMs, () => this.models.refresh());
     this.models.refresh();
   }
 
   onApplicationShutdown(): void {
-    for (const job of [JOB, MODELS_JOB]) if (this.scheduler.doesExist('interval', job)) this.scheduler.deleteInterval(job);
+    stopJobs(this.scheduler, JOBS.poll, JOBS.models);
   }
 
   private run(): void {
