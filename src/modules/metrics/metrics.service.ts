@@ -263,9 +263,9 @@ export class MetricsService {
     d.observe((end - ex.arrivedAt) / 1000);
     this.overheadRequest ??= this.overhead.labels({ phase: 'request' });
     this.overheadResponse ??= this.overhead.labels({ phase: 'response' });
-    if (ex.upstreamWrittenAt > 0) this.overheadRequest.observe((ex.upstreamWrittenAt - ex.arrivedAt) / 1000);
-    if (ex.clientFirstByteAt > 0 && ex.upstreamFirstByteAt > 0) this.overheadResponse.observe((ex.clientFirstByteAt - ex.upstreamFirstByteAt) / 1000);
-    if (ex.stream && ex.lastChunkAt > 0 && ex.firstChunkAt > 0) this.ttft.observe((ex.firstChunkAt - ex.arrivedAt) / 1000);
+    if (ex.at.upstreamWritten > 0) this.overheadRequest.observe((ex.at.upstreamWritten - ex.arrivedAt) / 1000);
+    if (ex.at.clientFirstByte > 0 && ex.at.upstreamFirstByte > 0) this.overheadResponse.observe((ex.at.clientFirstByte - ex.at.upstreamFirstByte) / 1000);
+    if (ex.stream && ex.at.lastChunk > 0 && ex.at.firstChunk > 0) this.ttft.observe((ex.at.firstChunk - ex.arrivedAt) / 1000);
   }
 
   metrics(): Promise<string> {

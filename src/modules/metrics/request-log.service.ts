@@ -37,7 +37,7 @@ export class RequestLogService {
       bytes_in: ex.bytesIn,
       bytes_out: ex.bytesOut,
       duration_ms: ms(ex.arrivedAt, end),
-      ttfb_ms: ms(ex.arrivedAt, ex.clientFirstByteAt),
+      ttfb_ms: ms(ex.arrivedAt, ex.at.clientFirstByte),
       attempts: ex.attempts,
       stream: ex.stream,
       ...(ex.detail !== undefined ? { detail: ex.detail } : {}),

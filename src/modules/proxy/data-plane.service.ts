@@ -145,7 +145,7 @@ export class DataPlaneService {
     proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
     proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
     proxyReq.on('error', (err: NodeJS.ErrnoException) => this.onError(err, ex, proxyReq));
-    proxyReq.once('finish', () => (ex.upstreamWrittenAt = performance.now()));
+    proxyReq.once('finish', () => (ex.at.upstreamWritten = performance.now()));
     proxyReq.end(body.length > 0 ? body : undefined);
   }
 
@@ -172,7 +172,7 @@ export class DataPlaneService {
     const r = ex.replica!;
     const res = ex.res;
     ex.proxyRes = proxyRes;
-    ex.upstreamFirstByteAt = performance.now();
+    ex.at.upstreamFirstByte = performance.now();
     ex.status = proxyRes.statusCode ?? 0;
     if (ex.status >= 500) this.health.upstreamFailed(r, `status ${ex.status}`);
     const headers = responseHeaders(proxyRes, ex);
@@ -189,7 +189,7 @@ export class DataPlaneService {
     // with its first body bytes, one write instead of two.
     if (ex.stream) {
       res.flushHeaders();
-      ex.clientFirstByteAt = performance.now();
+      ex.at.clientFirstByte = performance.now();
     }
     relayBody(ex, proxyRes, (seconds) => this.observer.chunkGap(seconds));
     proxyRes.on('error', () => undefined); // the 'close' check below decides

@@ -33,12 +33,12 @@ export class Exchange {
   status = 0;
   bytesIn = 0;
   bytesOut = 0;
-  /** performance.now() marks for the overhead histograms. */
-  upstreamWrittenAt = 0;
-  upstreamFirstByteAt = 0;
-  clientFirstByteAt = 0;
-  firstChunkAt = 0;
-  lastChunkAt = 0;
+  /**
+   * performance.now() marks for the overhead and TTFT histograms and the speed estimate, 0 until
+   * reached: the request body written upstream, the replica's first response byte, the client's
+   * first byte, and the first and latest relayed chunk of a stream.
+   */
+  readonly at = { upstreamWritten: 0, upstreamFirstByte: 0, clientFirstByte: 0, firstChunk: 0, lastChunk: 0 };
   /** Last two bytes relayed, to close a torn SSE event before the router's own. */
   tail = '';
   detail: string | undefined;

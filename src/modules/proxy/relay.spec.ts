@@ -66,11 +66,11 @@ describe('relayBody (the data plane relay)', { timeout: 5_000 }, () => {
     for (const c of ['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n']) await r.send(c);
     assert.equal(r.refreshes(), 3);
     assert.equal(r.gaps.length, 2);
-    assert.ok(r.ex.firstChunkAt > 0 && r.ex.lastChunkAt >= r.ex.firstChunkAt);
+    assert.ok(r.ex.at.firstChunk > 0 && r.ex.at.lastChunk >= r.ex.at.firstChunk);
     const plain = relay({ stream: false });
     await plain.send('{"a":1}');
-    assert.deepEqual([plain.refreshes(), plain.gaps.length, plain.ex.firstChunkAt], [0, 0, 0], 'a plain answer has no idle timer or chunk gaps');
-    assert.ok(plain.ex.clientFirstByteAt > 0);
+    assert.deepEqual([plain.refreshes(), plain.gaps.length, plain.ex.at.firstChunk], [0, 0, 0], 'a plain answer has no idle timer or chunk gaps');
+    assert.ok(plain.ex.at.clientFirstByte > 0);
   });
 
   it('pauses the replica while the client does not read, and resumes it once the client drains', async () => {

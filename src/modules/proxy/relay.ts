@@ -12,13 +12,13 @@ export function relayBody(ex: Exchange, proxyRes: IncomingMessage, chunkGap: (se
   // client's back-pressure pauses the replica's socket.
   proxyRes.on('data', (c: Buffer) => {
     if (res.writableEnded || res.destroyed) return;
-    if (ex.clientFirstByteAt === 0) ex.clientFirstByteAt = performance.now();
+    if (ex.at.clientFirstByte === 0) ex.at.clientFirstByte = performance.now();
     ex.bytesOut += c.length;
     if (ex.stream) {
       const now = performance.now();
-      if (ex.lastChunkAt > 0) chunkGap((now - ex.lastChunkAt) / 1000);
-      else ex.firstChunkAt = now;
-      ex.lastChunkAt = now;
+      if (ex.at.lastChunk > 0) chunkGap((now - ex.at.lastChunk) / 1000);
+      else ex.at.firstChunk = now;
+      ex.at.lastChunk = now;
       ex.timer?.refresh();
       ex.tail = c.length >= 2 ? c.toString('latin1', c.length - 2) : ex.tail.slice(-1) + c.toString('latin1');
     }

@@ -22,6 +22,6 @@ export class SpeedFeed {
 
 /** The seconds `ex` spent on its replica, or undefined when it does not count as a speed sample. */
 export function inFlightSeconds(ex: Exchange, endedAt: number): number | undefined {
-  if (ex.replica === undefined || ex.cause !== 'ok' || ex.status < 200 || ex.status >= 300 || ex.upstreamWrittenAt === 0) return undefined;
-  return (endedAt - ex.upstreamWrittenAt) / 1000;
+  if (ex.replica === undefined || ex.cause !== 'ok' || ex.status < 200 || ex.status >= 300 || ex.at.upstreamWritten === 0) return undefined;
+  return (endedAt - ex.at.upstreamWritten) / 1000;
 }
