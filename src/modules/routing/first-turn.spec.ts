@@ -1,18 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { BLOCKS_PER_LOAD, preferCached } from './first-turn.js';
-import type { RoutableView } from './routing.policy.js';
-
-interface R extends RoutableView {
-  name: string;
-  index: number;
-  routable: boolean;
-  draining: boolean;
-  full: boolean;
-  load: number;
-}
-
-const table = (n: number): R[] => Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, full: false, load: 0 }));
+import { table } from './routing-table.fake.js';
 
 describe('first turns: a new conversation goes where a long part of its prompt is cached (issue 15 item 2)', () => {
   it('takes the holder of a long shared prefix while its load is within the allowance, then the least loaded', () => {

@@ -1,18 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { affinityHeader, decide, type RoutableView } from './routing.policy.js';
-
-interface R extends RoutableView {
-  name: string;
-  index: number;
-  routable: boolean;
-  draining: boolean;
-  full: boolean;
-  load: number;
-}
-
-const table = (n: number): R[] => Array.from({ length: n }, (_, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, full: false, load: 0 }));
+import { affinityHeader, decide } from './routing.policy.js';
+import { table, type R } from './routing-table.fake.js';
 
 describe('routing policy: prefix matches of session-less requests (SPEC §4.1)', () => {
   it('keeps a prefix match at slack 8 with 8 more in flight and moves it at 9 (switch;reason=overload)', () => {

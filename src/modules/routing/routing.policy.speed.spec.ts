@@ -1,20 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { affinityHeader, decide, expectedWait, type PinState, type RoutableView } from './routing.policy.js';
-
-interface R extends RoutableView {
-  name: string;
-  index: number;
-  routable: boolean;
-  draining: boolean;
-  full: boolean;
-  load: number;
-  slowness?: number;
-}
-
-const table = (slowness: number[]): R[] =>
-  slowness.map((s, i) => ({ name: `r${i}`, index: i, routable: true, draining: false, full: false, load: 0, slowness: s }));
+import { affinityHeader, decide, expectedWait, type PinState } from './routing.policy.js';
+import { table, type R } from './routing-table.fake.js';
 
 describe('routing policy: speed-aware load (SPEC §4.2)', () => {
   it('expected wait is (load + 1) × slowness, slowness absent counting as 1', () => {
