@@ -118,3 +118,19 @@ export async function runOpenLoop(spec: OpenLoopSpec): Promise<OpenLoopResult> {
     lag: summarize(lags),
   };
 }
+
+/**
+ * Open-loop pacing of a planned run: calls `fire(i)` for every turn at `t0 + turns[i].atMs`, never
+ * waiting for an answer; resolves once the last one is fired.
+ */
+export function fireOnSchedule(turns: readonly { readonly atMs: number }[], t0: number, fire: (i: number) => void): Promise<void> {
+  return new Promise<void>((done) => {
+    let next = 0;
+    const tick = (): void => {
+      while (next < turns.length && t0 + (turns[next]?.atMs ?? 0) <= performance.now()) fire(next++);
+      if (next >= turns.length) return done();
+      setTimeout(tick, Math.max(0, t0 + (turns[next]?.atMs ?? 0) - performance.now()));
+    };
+    setTimeout(tick, 50);
+  });
+}

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, simRequest, spawnSim, type SimProcess } from '../test/support/sim-process.js';
 import { MAIN_ENTRY } from './bench-options.js';
@@ -132,4 +132,36 @@ export async function startRouter(
     throw e;
   }
   return { url, pid: child.pid ?? -1, child, output: () => out, stop: () => stopChild(child) };
+}
+
+/**
+ * Runs a compiled measuring child (`node --expose-gc <entry> <args>`, tracked like every bench
+ * process) and resolves the JSON of the last line it printed; `isReport` checks its shape. Rejects
+ * with the child's stderr (else stdout) tail when it exits non-zero or prints no such line.
+ */
+export function runReportChild<T>(entry: string, args: readonly string[], isReport: (v: unknown) => v is T): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', entry, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(out.trim().split('\n').pop() ?? '');
+      } catch {
+        parsed = undefined;
+      }
+      if (code === 0 && isReport(parsed)) resolve(parsed);
+      else reject(new Error(`${basename(entry)} exited ${code} without a report: ${err.slice(-2000) || out.slice(-2000)}`));
+    });
+  });
+}
+
+/** A report guard that only checks for an object (the child and its reader are compiled together). */
+export function isObject<T>(v: unknown): v is T {
+  return typeof v === 'object' && v !== null;
 }

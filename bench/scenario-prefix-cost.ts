@@ -3,14 +3,13 @@
  * with 1M distinct prompts (a child process, `--expose-gc`), and the latency a 100 KB session-less
  * body adds over the same body with a session id, through a real router.
  */
-import { spawn } from 'node:child_process';
 import type { RouterConfig } from '../src/config/router-config.js';
 import { SystemClock } from '../src/common/clock.js';
 import { AffinityService } from '../src/modules/affinity/affinity.service.js';
 import { PREFIX_CHILD } from './bench-options.js';
 import { loadAgent, post } from './open-loop.js';
 import type { PrefixChildReport } from './prefix-child.js';
-import { procStats, startRouter, startSims, stopSims } from './processes.js';
+import { isObject, procStats, runReportChild, startRouter, startSims, stopSims } from './processes.js';
 import type { BenchContext, Table, TargetCheck } from './scenario.js';
 import { fmt, summarize, type Summary } from './stats.js';
 import { CHAT_PATH } from './workload.js';
@@ -23,22 +22,7 @@ export interface CostRows {
 }
 
 function runChild(prefixes: number, cap: number): Promise<PrefixChildReport> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', PREFIX_CHILD, String(prefixes), String(cap)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
-    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      try {
-        if (code !== 0) throw new Error(`exit ${code}`);
-        resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as PrefixChildReport);
-      } catch (e: unknown) {
-        reject(new Error(`prefix child failed (${e instanceof Error ? e.message : String(e)}): ${err.slice(-2000) || out.slice(-2000)}`));
-      }
-    });
-  });
+  return runReportChild(PREFIX_CHILD, [String(prefixes), String(cap)], isObject<PrefixChildReport>);
 }
 
 /** A chat body of about `bytes` bytes: a system prompt and alternating turns of plain text. */

@@ -9,9 +9,10 @@
  */
 import type { SimProcess } from '../test/support/sim-process.js';
 import { answerText } from './chat-workload.js';
-import { loadAgent, post } from './open-loop.js';
+import { fireOnSchedule, loadAgent, post } from './open-loop.js';
 import { oracleHitRate, planPrefixTurns, PrefixConversation, systemPrompts, type PrefixWorkloadSpec } from './prefix-workload.js';
 import { startRouter, startSims, stopSims } from './processes.js';
+import { simCacheTotals } from './sim-cache-totals.js';
 import { costRows, type CostRows } from './scenario-prefix-cost.js';
 import { routerSet, startBenchRedis, startSharedRouters, type RouterSet } from './scenario-routing-shared.js';
 import type { BenchContext, Scenario, ScenarioResult, TargetCheck } from './scenario.js';
@@ -81,15 +82,7 @@ async function drive(urls: readonly string[], spec: PrefixWorkloadSpec, ids: boo
       }
     });
   };
-  let next = 0;
-  await new Promise<void>((done) => {
-    const tick = (): void => {
-      while (next < turns.length && t0 + turns[next].atMs <= performance.now()) fire(turns[next++]);
-      if (next >= turns.length) return done();
-      setTimeout(tick, Math.max(0, t0 + turns[next].atMs - performance.now()));
-    };
-    setTimeout(tick, 50);
-  });
+  await fireOnSchedule(turns, t0, (i) => fire(turns[i]));
   await Promise.all([...convs.values()].map((c) => c.last));
   agent.destroy();
   return { ok, bodies };
@@ -115,17 +108,15 @@ async function runRow(
       await routers.stop();
     }
     const stats = await Promise.all(sims.map((s) => s.stats()));
-    const prompt = stats.reduce((a, s) => a + s.cache.prompt_tokens, 0);
-    const cached = stats.reduce((a, s) => a + s.cache.cached_tokens, 0);
-    const count = stats.reduce((a, s) => a + s.ttft_ms.count, 0);
+    const totals = simCacheTotals(stats);
     return {
       ...row,
       sent: driven.bodies.length,
       ok: driven.ok,
-      hitRate: prompt === 0 ? 0 : cached / prompt,
+      hitRate: totals.hitRate,
       oracle: oracleHitRate(driven.bodies, BLOCK),
-      ttftMeanMs: count === 0 ? NaN : stats.reduce((a, s) => a + s.ttft_ms.mean * s.ttft_ms.count, 0) / count,
-      ttftP99Ms: Math.max(...stats.map((s) => s.ttft_ms.p99)),
+      ttftMeanMs: totals.ttftMeanMs,
+      ttftP99Ms: totals.ttftP99Ms,
       perReplica: stats.map((s) => `${s.name}:${s.requests}`).join(' '),
       decisions,
     };

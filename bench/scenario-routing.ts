@@ -7,8 +7,9 @@
  */
 import type { SimProcess } from '../test/support/sim-process.js';
 import { answerText, Conversation, defaultChatWorkload, planChat, sharedPreamble, type ChatWorkloadSpec } from './chat-workload.js';
-import { loadAgent, post } from './open-loop.js';
+import { fireOnSchedule, loadAgent, post } from './open-loop.js';
 import { startRouter, startSims, stopSims } from './processes.js';
+import { simCacheTotals } from './sim-cache-totals.js';
 import {
   routerSet,
   SHARED_ROW,
@@ -115,15 +116,7 @@ async function drive(bases: readonly string[], spec: ChatWorkloadSpec): Promise<
       }
     });
   };
-  await new Promise<void>((done) => {
-    let next = 0;
-    const tick = (): void => {
-      while (next < turns.length && t0 + (turns[next]?.atMs ?? 0) <= performance.now()) fire(next++);
-      if (next >= turns.length) return done();
-      setTimeout(tick, Math.max(0, t0 + (turns[next]?.atMs ?? 0) - performance.now()));
-    };
-    setTimeout(tick, 50);
-  });
+  await fireOnSchedule(turns, t0, fire);
   await Promise.all([...conversations.values()].map((c) => c.last));
   agent.destroy();
   return {
@@ -163,18 +156,15 @@ async function runRow(
       await routers.stop();
     }
     const stats = await Promise.all(sims.map((s) => s.stats()));
-    const prompt = stats.reduce((a, s) => a + s.cache.prompt_tokens, 0);
-    const cached = stats.reduce((a, s) => a + s.cache.cached_tokens, 0);
-    const count = stats.reduce((a, s) => a + s.ttft_ms.count, 0);
-    const ttftSum = stats.reduce((a, s) => a + s.ttft_ms.mean * s.ttft_ms.count, 0);
+    const totals = simCacheTotals(stats);
     return {
       policy,
       ...driven,
-      hitRate: prompt === 0 ? 0 : cached / prompt,
-      promptTokens: prompt,
-      cachedTokens: cached,
-      simTtftMeanMs: count === 0 ? NaN : ttftSum / count,
-      simTtftP99Ms: Math.max(...stats.map((s) => s.ttft_ms.p99)),
+      hitRate: totals.hitRate,
+      promptTokens: totals.promptTokens,
+      cachedTokens: totals.cachedTokens,
+      simTtftMeanMs: totals.ttftMeanMs,
+      simTtftP99Ms: totals.ttftP99Ms,
       perReplica: Object.fromEntries(stats.map((s) => [s.name, s.requests])),
       splitSessions: splitSessions(stats),
       decisions: decisions.total,

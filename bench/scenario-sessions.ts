@@ -3,9 +3,8 @@
  * a child process (`--expose-gc`, so the RSS growth is clean); the router's own idle RSS is read
  * from a real router process, and the two are added for the router-with-1M-sessions estimate.
  */
-import { spawn } from 'node:child_process';
 import { SESSION_CHILD } from './bench-options.js';
-import { procStats, startRouter, startSims, stopSims } from './processes.js';
+import { procStats, runReportChild, startRouter, startSims, stopSims } from './processes.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
 import type { SessionChildReport } from './session-child.js';
 import { fmt, round } from './stats.js';
@@ -20,25 +19,7 @@ function isReport(v: unknown): v is SessionChildReport {
 
 /** Runs the directory child and parses its report line. */
 export function runSessionChild(sessions: number, lookups: number): Promise<SessionChildReport> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', SESSION_CHILD, String(sessions), String(lookups)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
-    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      const line = out.trim().split('\n').pop() ?? '';
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(line);
-      } catch {
-        parsed = undefined;
-      }
-      if (code === 0 && isReport(parsed)) resolve(parsed);
-      else reject(new Error(`session child exited ${code} without a report: ${err.slice(-2000) || out.slice(-2000)}`));
-    });
-  });
+  return runReportChild(SESSION_CHILD, [String(sessions), String(lookups)], isReport);
 }
 
 async function routerIdleRss(ctx: BenchContext): Promise<number> {

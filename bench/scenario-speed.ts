@@ -13,6 +13,7 @@ import { ROUTING_SIM_ARGS } from './scenario-routing.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
 import { driveStreams, oracleHitRate } from './speed-drive.js';
 import { fmt, round, roundSummary, summarize, type Summary } from './stats.js';
+import { simCacheTotals } from './sim-cache-totals.js';
 
 const SLOWDOWN = 4;
 const BLOCK = 16;
@@ -55,8 +56,6 @@ async function runRow(ctx: BenchContext, row: string, config: Record<string, unk
       await router.stop();
     }
     const stats = await Promise.all(sims.map((s) => s.stats()));
-    const prompt = stats.reduce((a, s) => a + s.cache.prompt_tokens, 0);
-    const cached = stats.reduce((a, s) => a + s.cache.cached_tokens, 0);
     const total = Object.values(driven.perReplica).reduce((a, b) => a + b, 0);
     return {
       row,
@@ -64,7 +63,7 @@ async function runRow(ctx: BenchContext, row: string, config: Record<string, unk
       ok: driven.ok,
       failed: driven.failed,
       ttft: summarize(driven.ttfts),
-      hitRate: prompt === 0 ? 0 : cached / prompt,
+      hitRate: simCacheTotals(stats).hitRate,
       oracle: oracleHitRate(driven.bodies, BLOCK),
       simTtftP99Ms: Math.max(...stats.map((s) => s.ttft_ms.p99)),
       perReplica: Object.fromEntries(stats.map((s) => [s.name, s.requests])),

@@ -9,12 +9,11 @@
  *     Each owns one launched simulator, so the pins are on a replica the state file records.
  *     Measured: request latency, and each router's event-loop lag and CPU from its /metrics.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runOpenLoop, type OpenLoopResult } from './open-loop.js';
-import { track } from './processes.js';
+import { isObject, runReportChild } from './processes.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
 import type { StateFileChildReport } from './statefile-child.js';
 import { adoptedRouter, admin, fleetConfig, kill, replicaPid, scrape, startRouter, type Router } from './statefile-routers.js';
@@ -74,25 +73,7 @@ async function measure(ctx: BenchContext, row: Row, durationS: number, tag: stri
 
 /** Runs statefile-child.ts: the old and the new writer alone with `pins` pins. */
 function writerAlone(ctx: BenchContext, pins: number): Promise<StateFileChildReport> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', STATEFILE_CHILD, String(pins), String(CHILD_WRITES), join(ctx.tmpDir, 'writer-alone')], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    track(child);
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
-    child.stderr.on('data', (b: Buffer) => (err += b.toString('utf8')));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      try {
-        if (code !== 0) throw new Error(`exit ${code}`);
-        resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as StateFileChildReport);
-      } catch (e: unknown) {
-        reject(new Error(`statefile-child: ${e instanceof Error ? e.message : String(e)}: ${err.slice(-2000) || out.slice(-2000)}`));
-      }
-    });
-  });
+  return runReportChild(STATEFILE_CHILD, [String(pins), String(CHILD_WRITES), join(ctx.tmpDir, 'writer-alone')], isObject<StateFileChildReport>);
 }
 
 const median = (xs: readonly number[]): number => {

@@ -7,7 +7,7 @@ import http from 'node:http';
 import { KvCacheModel, tokenize } from '../src/sim/kv-cache.js';
 import { promptText } from '../src/sim/sim-openai.js';
 import { Conversation, planChat, sharedPreamble, type ChatWorkloadSpec } from './chat-workload.js';
-import { loadAgent } from './open-loop.js';
+import { fireOnSchedule, loadAgent } from './open-loop.js';
 import { CHAT_PATH } from './workload.js';
 
 /** One streamed exchange as the client saw it. */
@@ -127,15 +127,7 @@ export async function driveStreams(base: string, spec: ChatWorkloadSpec): Promis
       }
     });
   };
-  await new Promise<void>((done) => {
-    let next = 0;
-    const tick = (): void => {
-      while (next < turns.length && t0 + (turns[next]?.atMs ?? 0) <= performance.now()) fire(next++);
-      if (next >= turns.length) return done();
-      setTimeout(tick, Math.max(0, t0 + (turns[next]?.atMs ?? 0) - performance.now()));
-    };
-    setTimeout(tick, 50);
-  });
+  await fireOnSchedule(turns, t0, fire);
   await Promise.all([...conversations.values()].map((c) => c.last));
   agent.destroy();
   return out;
