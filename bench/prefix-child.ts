@@ -9,6 +9,7 @@
  */
 import { promptChain } from '../src/modules/affinity/prefix-hash.js';
 import { PrefixIndex } from '../src/modules/affinity/prefix-index.js';
+import { gcNow } from './gc-now.js';
 
 export interface PrefixChildPoint {
   prefixes: number;
@@ -26,13 +27,6 @@ export interface PrefixChildReport {
   /** RSS growth per entry held at the end. */
   bytesPerBlock: number;
   recordNsPerPrompt: number;
-}
-
-function gcNow(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('run this child with --expose-gc');
-  gc();
-  gc();
 }
 
 const MiB = 1024 * 1024;

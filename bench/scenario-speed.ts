@@ -11,7 +11,8 @@ import { defaultChatWorkload, type ChatWorkloadSpec } from './chat-workload.js';
 import { startRouter, startSims, stopSims } from './processes.js';
 import { ROUTING_SIM_ARGS } from './scenario-routing.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
-import { driveStreams, oracleHitRate } from './speed-drive.js';
+import { oracleHitRate } from './prefix-workload.js';
+import { driveStreams } from './speed-drive.js';
 import { fmt, round, roundSummary, summarize, type Summary } from './stats.js';
 import { simCacheTotals } from './sim-cache-totals.js';
 

@@ -5,6 +5,7 @@
  * existing ids, and the same touch on a bare Map. Prints one JSON line on stdout.
  */
 import { SessionDirectory, type PinTarget } from '../src/modules/affinity/session-directory.js';
+import { gcNow } from './gc-now.js';
 
 /** The JSON line this child prints. */
 export interface SessionChildReport {
@@ -50,13 +51,6 @@ const idBytes = Buffer.alloc(16);
 export function sessionId(i: number): string {
   for (let k = 0; k < 4; k++) idBytes.writeUInt32BE(fmix32((i + Math.imul(k, 0x9e3779b9)) >>> 0), k * 4);
   return idBytes.toString('hex');
-}
-
-function gcNow(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('run this child with --expose-gc');
-  gc();
-  gc();
 }
 
 const MiB = 1024 * 1024;

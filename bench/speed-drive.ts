@@ -4,8 +4,6 @@
  * every request kept for the oracle hit rate (one infinite KV cache fed every prompt in send order).
  */
 import http from 'node:http';
-import { KvCacheModel, tokenize } from '../src/sim/kv-cache.js';
-import { promptText } from '../src/sim/sim-openai.js';
 import { Conversation, planChat, sharedPreamble, type ChatWorkloadSpec } from './chat-workload.js';
 import { fireOnSchedule, loadAgent } from './open-loop.js';
 import { CHAT_PATH } from './workload.js';
@@ -136,17 +134,4 @@ export async function driveStreams(base: string, spec: ChatWorkloadSpec): Promis
 /** The same body with `"stream": true`. */
 function streamed(body: string): string {
   return `${body.slice(0, -1)},"stream":true}`;
-}
-
-/** Hit rate of one KV cache that never evicts, fed every prompt in send order: the best any routing can do. */
-export function oracleHitRate(bodies: readonly string[], blockSize: number): number {
-  const cache = new KvCacheModel(blockSize, Number.MAX_SAFE_INTEGER);
-  let prompt = 0;
-  let cached = 0;
-  for (const b of bodies) {
-    const hit = cache.admit(tokenize(promptText('chat', JSON.parse(b) as Record<string, unknown>)));
-    prompt += hit.promptTokens;
-    cached += hit.cachedTokens;
-  }
-  return prompt === 0 ? 0 : cached / prompt;
 }
