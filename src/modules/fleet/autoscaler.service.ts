@@ -4,11 +4,8 @@ import { RouterConfig, type AutoscaleSettings } from '../../config/router-config
 import { DomainError } from '../../common/errors/domain-error.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { LeaderService } from '../cluster/leader.service.js';
-import { LifecycleService } from '../lifecycle/lifecycle.service.js';
-import { RegistryService } from '../registry/registry.service.js';
-import { AdmissionService } from '../routing/admission.service.js';
 import { launchHost, poolsOf, samplePool, scaleInChoice, type Pool, type PoolFacts } from './autoscale-pools.js';
+import { AutoscaleView } from './autoscale-view.js';
 import { afterLaunchFailure, afterLaunchReady, decide, NEW_TRACK, type Decision, type PoolTrack } from './autoscale.policy.js';
 import { FleetService } from './fleet.service.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
@@ -46,10 +43,7 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
   constructor(
     config: RouterConfig,
     private readonly fleet: FleetService,
-    private readonly registry: RegistryService,
-    private readonly admission: AdmissionService,
-    private readonly leader: LeaderService,
-    private readonly lifecycle: LifecycleService,
+    private readonly view: AutoscaleView,
     private readonly scheduler: SchedulerRegistry,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
@@ -95,7 +89,7 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
   /** One round over every pool (the job's call; public for tests). */
   async tick(now = performance.now()): Promise<void> {
     const s = this.settings;
-    if (s === undefined || this.busy || this.pausedFlag || !this.leader.isLeader || this.lifecycle.phase !== 'running') return;
+    if (s === undefined || this.busy || this.pausedFlag || !this.view.mayAct) return;
     this.busy = true;
     try {
       for (const state of this.states) await this.step(state, s, now);
@@ -106,8 +100,8 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
 
   private async step(state: PoolState, s: AutoscaleSettings, now: number): Promise<void> {
     this.settle(state, s, now);
-    const facts = this.facts();
-    const sample = samplePool(state.pool, this.registry.list, facts);
+    const facts = this.view.facts();
+    const sample = samplePool(state.pool, this.view.table, facts);
     const { decision, track } = decide(sample, state.track, s, now);
     const before = state.last;
     state.track = track;
@@ -147,7 +141,7 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
   }
 
   private scaleDown(state: PoolState, facts: PoolFacts): void {
-    const victim = scaleInChoice(state.pool, this.registry.list, facts);
+    const victim = scaleInChoice(state.pool, this.view.table, facts);
     if (victim === undefined) return;
     this.log.info(
       { event: 'autoscale_remove', pool: state.pool.model, replica: victim.name, sessions: victim.pins, outstanding: victim.outstanding },
@@ -164,7 +158,7 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
   /** The outcome of this pool's pending launches: ready (back-off forgotten) or failed (back-off grows). */
   private settle(state: PoolState, s: AutoscaleSettings, now: number): void {
     for (const name of [...state.pending]) {
-      const r = this.registry.get(name);
+      const r = this.view.replica(name);
       if (r?.everReady === true) {
         state.pending.delete(name);
         state.track = afterLaunchReady(state.track);
@@ -185,16 +179,5 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
       { event: 'autoscale_launch_failed', pool: state.pool.model, failures: state.track.failures, retry_in_ms: retryInMs, err: reason },
       `autoscale ${state.pool.model}: launch failed (${state.track.failures} in a row): ${reason}; next try in ${retryInMs / 1000} s at the earliest`,
     );
-  }
-
-  private facts(): PoolFacts {
-    const fleet = this.fleet;
-    return {
-      leaving: (r) => r.stopping || fleet.record(r.name)?.drain !== undefined,
-      removable: (r) => fleet.canRemove(r.name),
-      freeSlots: fleet.capacity().free_slots,
-      hostOfSlot: (slot) => fleet.slots.get(slot)?.host,
-      queued: this.admission.depth,
-    };
   }
 }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { LauncherModule } from '../launcher/launcher.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
+import { AutoscaleView } from './autoscale-view.js';
 import { AutoscalerService } from './autoscaler.service.js';
 import { FleetAdoption } from './fleet-adoption.js';
 import { FleetBootstrap } from './fleet.bootstrap.js';
@@ -24,6 +25,7 @@ import { StateService } from './state.service.js';
     FleetBootstrap,
     FleetShutdown,
     FleetMirror,
+    AutoscaleView,
     AutoscalerService,
   ],
   exports: [FleetService, AutoscalerService],
