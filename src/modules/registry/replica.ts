@@ -44,7 +44,7 @@ export interface Abortable {
  * checks it): the registry (`index`, `removed`), health (`ready`, `everReady`, `failures`,
  * `successes`, `lastHealth`, `foreignLoad`), the fleet (`draining`, `stopping`, `failed`,
  * `placement.pid`), the proxy (`outstanding`, `inflight`), routing (`routed`, `slowness`,
- * `requestSeconds`) and the session
+ * `requestSeconds`, `batch`) and the session
  * directory (`pins`, `pinEpoch`).
  */
 export class Replica {
@@ -75,6 +75,8 @@ export class Replica {
    */
   slowness = 1;
   requestSeconds: number | null = null;
+  /** Under speed-aware load, the replica's `max_inflight` (what it runs at once; routing.policy.ts `batch`). */
+  batch: number | undefined = undefined;
   /**
    * Models it serves (SPEC §4.3), LoRA adapters included: declared, else its host's model until
    * discovery reads its `/v1/models`. Undefined while unknown: then it is a candidate for any model.

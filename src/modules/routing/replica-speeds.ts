@@ -7,7 +7,7 @@ export const SPEED_REFRESH_MS = 100;
 
 /**
  * Speed-aware load (SPEC §4.2) on the live table: the data plane reports each finished request's
- * time in flight, and before routing the replicas' `slowness` and `requestSeconds` are refreshed
+ * time in flight, and before routing the replicas' `slowness`, `requestSeconds` and `batch` are refreshed
  * (at most every {@link SPEED_REFRESH_MS}) for the pure policy to read.
  */
 export class ReplicaSpeeds {
@@ -39,6 +39,7 @@ export class ReplicaSpeeds {
       const r = list[i];
       r.slowness = f[i].slowness;
       r.requestSeconds = f[i].seconds;
+      r.batch = r.maxInflight;
     }
   }
 }

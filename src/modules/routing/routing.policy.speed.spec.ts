@@ -49,6 +49,37 @@ describe('routing policy: speed-aware load (SPEC §4.2)', () => {
     assert.equal(affinityHeader(decide(t, 0, { status: 'live', replica: t[0] }, 8)), 'switch;reason=overload');
   });
 
+  it('with a declared batch, one in flight costs 1/batch of a request: (1 + load / batch) × slowness', () => {
+    assert.equal(expectedWait({ name: 'a', index: 0, routable: true, full: false, draining: false, load: 4, slowness: 4, batch: 8 }), 6);
+    assert.equal(expectedWait({ name: 'a', index: 0, routable: true, full: false, draining: false, load: 0, slowness: 1, batch: 8 }), 1);
+  });
+
+  it('with a declared batch, new conversations reach a 4x slower replica only once the fast ones are full', () => {
+    const t = table([1, 1, 4]).map((r) => ({ ...r, batch: 8 }));
+    let counter = 0;
+    const order: string[] = [];
+    for (let i = 0; i < 17; i++) {
+      const d = decide(t, counter, { status: 'none' }, 8);
+      assert.equal(d.kind, 'initialize');
+      if (d.kind !== 'initialize') return;
+      d.replica.load++;
+      d.replica.full = d.replica.load >= 8;
+      counter = (d.replica.index + 1) % t.length;
+      order.push(d.replica.name);
+    }
+    // Half full, a fast replica's wait is 1.5 against the idle slow one's 4: 16 go to r0 and r1.
+    assert.deepEqual(order.slice(0, 16).sort(), [...Array<string>(8).fill('r0'), ...Array<string>(8).fill('r1')]);
+    assert.equal(order[16], 'r2');
+  });
+
+  it('with a declared batch, a pin on the slow replica holds while it has room (its wait is at most 2 × slowness)', () => {
+    const t = table([1, 1, 4]).map((r) => ({ ...r, batch: 8 }));
+    t[2].load = 7; // wait 4 × 1.875 = 7.5 <= 1 + 8
+    assert.equal(decide(t, 0, { status: 'live', replica: t[2] }, 8).kind, 'retain');
+    t[2].full = true;
+    assert.equal(affinityHeader(decide(t, 0, { status: 'live', replica: t[2] }, 8)), 'switch;reason=overload');
+  });
+
   const arb = fc
     .array(fc.record({ routable: fc.boolean(), draining: fc.boolean(), full: fc.boolean(), load: fc.nat(20) }), { minLength: 1, maxLength: 8 })
     .map((rows) => rows.map((x, i): R => ({ ...x, routable: x.routable && !x.draining, name: `r${i}`, index: i })));

@@ -24,14 +24,25 @@ export interface RoutableView {
    * the median within the estimator's tolerance; absent = 1 (no speed awareness).
    */
   readonly slowness?: number;
+  /**
+   * Requests the replica runs at once (its declared `max_inflight`), set only under speed-aware load:
+   * below it a request starts at once and shares the batch, so one in flight costs 1/batch of a
+   * request's time rather than a whole one. Absent: every request in flight is a request ahead.
+   */
+  readonly batch?: number;
 }
 
 /**
- * What load comparisons use: the expected wait of one more request, `(load + 1) × slowness`, in
- * requests of a median replica. With slowness 1 it orders replicas exactly as `load` does.
+ * What load comparisons use: the expected wait of one more request, in request-times of a median
+ * replica. `(load + 1) × slowness` treats what is in flight as a queue; with a declared `batch`
+ * (a replica that runs that many at once and takes no more), `(1 + load / batch) × slowness`: a
+ * replica with room starts the request at once, so a 4× slower replica with nothing in flight
+ * costs more than a fast one half full. With slowness 1 and one batch size for all, both order
+ * replicas exactly as `load` does.
  */
 export function expectedWait(r: RoutableView): number {
-  return (r.load + 1) * (r.slowness ?? 1);
+  const s = r.slowness ?? 1;
+  return r.batch === undefined ? (r.load + 1) * s : (1 + r.load / r.batch) * s;
 }
 
 export type SwitchReason = 'overload' | 'unhealthy' | 'draining' | 'removed' | 'expired' | 'model';
