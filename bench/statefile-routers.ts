@@ -5,7 +5,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { simHost } from '../test/support/fleet.js';
 import { parseProm } from '../test/support/prom.js';
 import { freePortRange } from '../test/support/router-process.js';
@@ -21,14 +22,22 @@ const TOKEN = 'bench-statefile-token';
 export interface Router {
   readonly url: string;
   readonly child: ChildProcess;
+  /** Where its 1 ms event-loop monitor (loop-probe.ts) writes when signalled. */
+  readonly loopFile: string;
   stop(): Promise<void>;
 }
+
+/** Compiled loop-probe.ts, preloaded into every router of the scenario. */
+const LOOP_PROBE = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'loop-probe.js')).href;
+let routers = 0;
 
 /** Starts the router on `configFile` as an operator would and waits until it serves a chat request. */
 export async function startRouter(configFile: string, flags: readonly string[]): Promise<Router> {
   const port = await freePort();
-  const args = [MAIN_ENTRY, '--config', configFile, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...flags];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ROUTER_ADMIN_TOKEN: TOKEN } });
+  const loopFile = join(dirname(configFile), `loop-${process.pid}-${++routers}.json`);
+  const args = ['--import', LOOP_PROBE, MAIN_ENTRY, '--config', configFile, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...flags];
+  const env = { ...process.env, ROUTER_ADMIN_TOKEN: TOKEN, BENCH_LOOP_FILE: loopFile };
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   track(child);
   let out = '';
   const keep = (b: Buffer): void => void (out = (out + b.toString('utf8')).slice(-16_384));
@@ -52,7 +61,7 @@ export async function startRouter(configFile: string, flags: readonly string[]):
     await stopChild(child, 2_000);
     throw e;
   }
-  return { url, child, stop: () => stopChild(child, 60_000) };
+  return { url, child, loopFile, stop: () => stopChild(child, 60_000) };
 }
 
 export async function admin(url: string, path: string): Promise<unknown> {
@@ -65,6 +74,32 @@ export async function admin(url: string, path: string): Promise<unknown> {
 export async function replicaPid(url: string): Promise<number | undefined> {
   const doc = (await admin(url, '/replicas')) as { replicas: Array<{ pid: number | null }> };
   return doc.replicas[0]?.pid ?? undefined;
+}
+
+/**
+ * The router's 1 ms event-loop monitor since the previous call (loop-probe.ts): signal it, then
+ * wait for its answer file to show the next sequence number.
+ */
+export async function loopSample(router: Router): Promise<{ maxMs: number; p99Ms: number }> {
+  const read = (): { seq: number; maxMs: number; p99Ms: number } | undefined => {
+    try {
+      return JSON.parse(readFileSync(router.loopFile, 'utf8')) as { seq: number; maxMs: number; p99Ms: number };
+    } catch {
+      return undefined;
+    }
+  };
+  const seq = read()?.seq ?? 0;
+  router.child.kill('SIGUSR2');
+  let got: { seq: number; maxMs: number; p99Ms: number } | undefined;
+  await waitUntil(
+    () => {
+      got = read();
+      return Promise.resolve(got !== undefined && got.seq > seq);
+    },
+    10_000,
+    `the loop monitor of ${router.url} to answer`,
+  );
+  return { maxMs: got?.maxMs ?? NaN, p99Ms: got?.p99Ms ?? NaN };
 }
 
 /** Event-loop lag since the previous scrape (prom-client resets its histogram on every scrape), and CPU seconds used so far. */
