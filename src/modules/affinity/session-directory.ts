@@ -1,10 +1,11 @@
 import { RecencyList } from './recency-list.js';
 import { TargetTable } from './target-table.js';
+import { ShardedMap } from './sharded-map.js';
 
 /**
  * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (SPEC §4).
  *
- * Layout (1,000,000 sessions in ~130 bytes each): a `Map<string, slot>` whose values are small
+ * Layout (1,000,000 sessions in ~130 bytes each): a sharded `Map<string, slot>` whose values are small
  * integers, the per-session fields in typed arrays indexed by slot (no object per session), and a
  * RecencyList over the slots: its head is the least recently used entry and, since TTL is idle
  * time, the first to expire, so eviction and sweeping only look at the head. O(1) per operation.
@@ -44,7 +45,8 @@ const NONE = { status: 'none' } as const;
 const INITIAL_CAPACITY = 1024;
 
 export class SessionDirectory<T extends PinTarget> {
-  private readonly map = new Map<string, number>();
+  /** Id → slot, sharded so that no insertion rebuilds a million-entry hash table (sharded-map.ts). */
+  private readonly map = new ShardedMap<number>();
   private capacity = INITIAL_CAPACITY;
   private targetOf = new Int32Array(INITIAL_CAPACITY);
   private epochOf = new Int32Array(INITIAL_CAPACITY);
