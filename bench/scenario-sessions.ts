@@ -44,6 +44,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const estimate = idle + r.rssGrowthMiB;
   const notes = [
     `The directory is the router's own \`SessionDirectory\` (src/modules/affinity/session-directory.ts), filled in a child process run with --expose-gc: ${n} distinct 32-hex ids pinned round-robin over 4 targets, RSS read after two full GCs before and after. Lookup+touch = \`touch(id, now)\` (one hash lookup: the live pin is found and marked used) with \`now = performance.now()\` per operation (what RoutingService does per request), for ${r.lookups} random existing sessions; each operation gets its id as a fresh string made just before (unhashed and hot in the cache, as one just parsed from a request), and the cost of making ids alone (${fmt(r.idNsPerOp, 0)} ns/op) is subtracted. 100,000-operation warm-up, then three timed passes: the best is the target number (the machine is shared), the median is shown beside it. At 1M sessions nearly every touch misses the CPU caches (the directory spans tens of MB), so this measures memory latency as much as code. "bare Map" = the same ids through a plain Map doing only what a move-to-back LRU touch must (get, delete, set): the floor for any Map-based directory that re-orders on every touch; "bare Map get" = get + field update only, what a lazy LRU (re-order only entries older than, say, 1 s) would mostly do.`,
+    `Churn at the cap: ${n} more pins of new ids into the full directory (each evicts the least recently used), the longest single \`pin\` call and how many took over 10 ms; then the same on one bare Map (set the new id, delete the oldest), which is what the directory's id map was before it was sharded (src/modules/affinity/sharded-map.ts): V8 rebuilds a Map whole once deletions have used up its free entries, every (capacity − size) insertions at the cap. Every id made here stays alive, so young-generation GCs copy all they find: their pauses (a few to ~40 ms) are in both columns and larger than a router's, whose request garbage mostly dies young.`,
     `Router RSS with ${n} sessions is estimated as the idle router's RSS (a real router process, --max-sessions 1000000) plus the directory's growth; driving ${n} sessions through the HTTP path would take longer than the whole bench. The router's default --max-sessions is 100000: an operator needs --max-sessions 1000000 to keep a million.`,
   ];
   return {
@@ -64,6 +65,10 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
           'bare Map get ns/op',
           'router idle RSS MiB',
           'router + 1M est. MiB',
+          'churn at cap: worst pin ms',
+          'pins > 10 ms',
+          'bare Map churn: worst ms',
+          'bare Map > 10 ms',
         ],
         rows: [
           [
@@ -78,6 +83,10 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
             fmt(r.bareMapGetNsPerOp, 0),
             fmt(idle, 1),
             fmt(estimate, 1),
+            fmt(r.churnWorstMs, 1),
+            String(r.churnOver10),
+            fmt(r.bareChurnWorstMs, 1),
+            String(r.bareChurnOver10),
           ],
         ],
       },
