@@ -1,12 +1,13 @@
 import { RecencyList } from './recency-list.js';
 import { TargetTable } from './target-table.js';
+import { intShard, ShardedMap } from './sharded-map.js';
 
 /**
  * Which replica last served which prompt prefix (SPEC §4.1): block hash → target, LRU-capped at
  * `maxBlocks` entries. Approximate by design: an engine's cache evicts on its own, so the index
  * only says where a prefix was sent, and stale guesses cost one prefill.
  *
- * Layout (56 bytes an entry when filled once, 83 under churn; README "Sessions and routing policy"): a `Map<number, slot>` keyed by
+ * Layout (56 bytes an entry when filled once, 83 under churn; README "Sessions and routing policy"): a sharded `Map<number, slot>` keyed by
  * the low 30 bits of the 53-bit hash (a small integer, so no boxed key per entry), the full hash,
  * target and epoch in typed arrays by slot, and a RecencyList over the slots. Two hashes sharing the
  * low 30 bits share a slot: the later one replaces the earlier (≈ 500 of 1,000,000 entries), and a
@@ -26,7 +27,8 @@ export interface PrefixMatch<T> {
 }
 
 export class PrefixIndex<T extends object> {
-  private readonly map = new Map<number, number>();
+  /** Low 30 hash bits → slot, sharded so that no insertion rebuilds a million-entry table (sharded-map.ts). */
+  private readonly map = new ShardedMap<number, number>(intShard);
   private capacity = INITIAL_CAPACITY;
   private hashOf = new Float64Array(INITIAL_CAPACITY);
   private targetOf = new Int32Array(INITIAL_CAPACITY);

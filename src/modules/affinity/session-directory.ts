@@ -1,6 +1,6 @@
 import { RecencyList } from './recency-list.js';
 import { TargetTable } from './target-table.js';
-import { ShardedMap } from './sharded-map.js';
+import { ShardedMap, stringShard } from './sharded-map.js';
 
 /**
  * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (SPEC §4).
@@ -46,7 +46,7 @@ const INITIAL_CAPACITY = 1024;
 
 export class SessionDirectory<T extends PinTarget> {
   /** Id → slot, sharded so that no insertion rebuilds a million-entry hash table (sharded-map.ts). */
-  private readonly map = new ShardedMap<number>();
+  private readonly map = new ShardedMap<string, number>(stringShard);
   private capacity = INITIAL_CAPACITY;
   private targetOf = new Int32Array(INITIAL_CAPACITY);
   private epochOf = new Int32Array(INITIAL_CAPACITY);
