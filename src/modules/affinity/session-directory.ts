@@ -1,3 +1,4 @@
+import { PinChanges } from './pin-changes.js';
 import { RecencyList } from './recency-list.js';
 import { TargetTable } from './target-table.js';
 import { ShardedMap, stringShard } from './sharded-map.js';
@@ -69,8 +70,10 @@ export class SessionDirectory<T extends PinTarget> {
   private born: Set<number> | undefined;
   evictedLru = 0;
   evictedTtl = 0;
-  /** Bumped whenever a pin is created, moved or removed (not on a plain touch): persistence polls it. */
+  /** Bumped whenever a pin is created, moved or removed (not on a plain touch). */
   version = 0;
+  /** Which pins changed, for the state file's journal; only kept once `trackChanges` was called. */
+  changes: PinChanges<T> | undefined;
 
   constructor(
     readonly ttlMs: number,
@@ -116,6 +119,7 @@ export class SessionDirectory<T extends PinTarget> {
       const wasLive = this.epochOf[s] === oldTarget.pinEpoch;
       if (oldTarget !== target || !wasLive) {
         this.version++;
+        this.changes?.mark(id);
         this.forget(s);
         this.targetOf[s] = tid;
         this.epochOf[s] = target.pinEpoch;
@@ -126,6 +130,7 @@ export class SessionDirectory<T extends PinTarget> {
       return;
     }
     this.version++;
+    this.changes?.mark(id);
     const slot = this.allocate();
     this.born?.add(slot);
     this.targetOf[slot] = tid;
@@ -162,10 +167,18 @@ export class SessionDirectory<T extends PinTarget> {
     return live;
   }
 
+  /** Start recording which pins change (`changes`), for a writer that journals them. */
+  trackChanges(limit: number): PinChanges<T> {
+    return (this.changes ??= new PinChanges<T>(limit));
+  }
+
   /** Release every pin to `target` at once. */
   release(target: T): void {
     this.stale += target.pins;
-    if (target.pins > 0) this.version++;
+    if (target.pins > 0) {
+      this.version++;
+      this.changes?.release(target);
+    }
     target.pins = 0;
     target.pinEpoch++;
   }
@@ -244,7 +257,9 @@ export class SessionDirectory<T extends PinTarget> {
     return this.epochOf[s] === this.targets.at(this.targetOf[s]).pinEpoch;
   }
 
+  /** Remove an entry; a live one is a change (a released one was recorded by its `release`). */
   private drop(s: number): void {
+    if (this.changes !== undefined && this.isLive(s)) this.changes.mark(this.idOf[s]);
     this.map.delete(this.idOf[s]);
     this.idOf[s] = '';
     this.order.remove(s);
