@@ -101,8 +101,8 @@ async function main(): Promise<void> {
   const oldPath = join(out, 'old.json');
   const newPath = join(out, 'new.json');
   const head = { version: 1, epoch: 0, written_at: new Date().toISOString(), replicas: [] };
-  const writeNew = (): Promise<void> =>
-    writeStateFile(
+  const writeNew = async (): Promise<void> => {
+    await writeStateFile(
       newPath,
       head,
       pinChunks(
@@ -111,6 +111,7 @@ async function main(): Promise<void> {
         (t) => t.name,
       ),
     );
+  };
   // Warm both code paths (the JIT), then alternate so drift on a shared machine hits both alike.
   for (let i = 0; i < 2; i++) {
     oldWrite(oldPath, dir);

@@ -28,6 +28,8 @@ export interface FleetState {
   /** Bumped by every router start that reads the file. */
   readonly epoch: number;
   readonly written_at?: string;
+  /** The token of the journal whose changes apply on top of `sessions` (state-journal.ts); none in older files. */
+  readonly journal?: string;
   readonly replicas: readonly StateReplica[];
   readonly sessions: readonly StatePin[];
 }
@@ -70,6 +72,8 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
   }
   const epoch = doc['epoch'] ?? 0;
   if (typeof epoch !== 'number' || !Number.isInteger(epoch) || epoch < 0) problems.push({ path: at('epoch'), message: 'must be a non-negative integer' });
+  const journal = doc['journal'];
+  if (journal !== undefined && (typeof journal !== 'string' || journal === '')) problems.push({ path: at('journal'), message: 'must be a non-empty string' });
   const replicas: StateReplica[] = [];
   const rawReplicas = doc['replicas'] ?? [];
   if (!Array.isArray(rawReplicas)) problems.push({ path: at('replicas'), message: 'must be a list' });
@@ -115,7 +119,8 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
       } else sessions.push({ id: s['id'], replica: s['replica'] });
     });
   if (problems.length > 0) return { kind: 'invalid', problems };
-  return { kind: 'ok', state: { version: version as number, epoch: epoch as number, replicas, sessions } };
+  const state: FleetState = { version: version as number, epoch: epoch as number, replicas, sessions };
+  return { kind: 'ok', state: typeof journal === 'string' ? { ...state, journal } : state };
 }
 
 /** What a state file holds besides its pins (those come as encoded chunks: state-pins.ts). */
@@ -123,13 +128,13 @@ export type StateHead = Omit<FleetState, 'sessions'>;
 
 /** The document up to the first pin: pretty-printed like the rest of the file, pins one per line. */
 function headText(h: StateHead): string {
-  const json = JSON.stringify({ version: h.version, epoch: h.epoch, written_at: h.written_at, replicas: h.replicas }, null, 2);
+  const json = JSON.stringify({ version: h.version, epoch: h.epoch, written_at: h.written_at, journal: h.journal, replicas: h.replicas }, null, 2);
   return `${json.slice(0, -2)},\n  "sessions": [\n`;
 }
 const TAIL = Buffer.from('\n  ]\n}\n');
 
 /** Writes all of `bytes`: a nearly full disk accepts part of a write, so loop, and fail when it takes nothing more. */
-async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
+export async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
   for (let off = 0; off < bytes.length;) {
     const { bytesWritten } = await fh.write(bytes, off, bytes.length - off);
     if (bytesWritten <= 0) throw new Error(`short write: ${off} of ${bytes.length} bytes written`);
@@ -142,18 +147,23 @@ async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
  * rename over the old one, fsync the directory. A failure (the disk, or `sessions` throwing) leaves
  * the previous file whole. `sessions` yields the encoded `sessions` list a chunk at a time; each
  * chunk is written before the next is asked for, so a producer may reuse one buffer. One writer
- * per path at a time (the temporary file is per process).
+ * per path at a time (the temporary file is per process). Resolves to the file's size in bytes.
  */
-export async function writeStateFile(path: string, head: StateHead, sessions: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = []): Promise<void> {
+export async function writeStateFile(path: string, head: StateHead, sessions: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = []): Promise<number> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
   const fh = await open(tmp, 'w', 0o600);
+  let size = 0;
+  const put = async (bytes: Uint8Array): Promise<void> => {
+    await writeAll(fh, bytes);
+    size += bytes.length;
+  };
   try {
     try {
-      await writeAll(fh, Buffer.from(headText(head)));
-      for await (const chunk of sessions) await writeAll(fh, chunk);
-      await writeAll(fh, TAIL);
+      await put(Buffer.from(headText(head)));
+      for await (const chunk of sessions) await put(chunk);
+      await put(TAIL);
       await fh.sync();
     } finally {
       await fh.close();
@@ -163,6 +173,12 @@ export async function writeStateFile(path: string, head: StateHead, sessions: As
     await rm(tmp, { force: true });
     throw e;
   }
+  await syncDir(dir);
+  return size;
+}
+
+/** fsync a directory after a rename in it; some filesystems refuse this, which is tolerated. */
+export async function syncDir(dir: string): Promise<void> {
   try {
     const dh = await open(dir, 'r');
     try {
@@ -171,6 +187,6 @@ export async function writeStateFile(path: string, head: StateHead, sessions: As
       await dh.close();
     }
   } catch {
-    // some filesystems refuse a directory fsync; the rename already happened
+    // the rename already happened
   }
 }

@@ -15,6 +15,8 @@ import type { RedisService } from '../cluster/redis.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import type { FleetState, StateReplica } from './state-file.js';
 import { StateService } from './state.service.js';
+import { JOURNAL_LINE_MAX_IDS, journalPathOf } from './state-journal.js';
+import type { ConfigError } from '../../config/config-error.js';
 
 /** Enough pins for a write to span many slices and chunks (state-pins.ts). */
 const MANY = 200_000;
@@ -32,9 +34,9 @@ const replica = (slot: string): StateReplica => ({
 });
 
 /** A StateService over a real directory and a real file, with hand-written fakes for the rest. */
-function setup(pins: number, path = join(mkdtempSync(join(tmpdir(), 'ar-statesvc-')), 'state.json')) {
+function setup(pins: number, path = join(mkdtempSync(join(tmpdir(), 'ar-statesvc-')), 'state.json'), room = 1_000) {
   const clock = new ManualClock(1_000);
-  const directory = new SessionDirectory<PinTarget>(3_600_000, pins + 1_000);
+  const directory = new SessionDirectory<PinTarget>(3_600_000, pins + room);
   const targets = { a: { name: 'h-a', pinEpoch: 0, pins: 0 }, b: { name: 'h-b', pinEpoch: 0, pins: 0 } };
   for (let i = 0; i < pins; i++) directory.pin(`s-${i}`, targets.a, clock.now());
   const logs: Array<Record<string, unknown>> = [];
@@ -160,5 +162,123 @@ describe('StateService writes', () => {
     assert.equal(s.lifecycle.degraded.has('state_file'), false);
     assert.equal(existsSync(s.path), true);
     assert.equal(s.file().sessions.length, 10);
+  });
+});
+
+describe('StateService journal (flushes cost the pins that changed)', () => {
+  const journal = (s: { path: string }): string[] => readFileSync(journalPathOf(s.path), 'utf8').split('\n').slice(0, -1);
+  const loaded = (path: string): Array<[string, string]> => {
+    const state = setup(0, path).svc.load();
+    return (state?.sessions ?? []).map((p) => [p.id, p.replica]);
+  };
+
+  it('a pin flush appends one journal line and leaves the snapshot alone; a restart reads both', async () => {
+    const s = setup(3);
+    s.svc.saveFleet([replica('h-a'), replica('h-b')]);
+    await s.svc.settled();
+    const snapshot = readFileSync(s.path, 'utf8');
+    const token = (JSON.parse(snapshot) as { journal: string }).journal;
+    assert.deepEqual(journal(s), [JSON.stringify({ journal: token })]);
+    s.svc.startPinFlush();
+    try {
+      s.directory.pin('new', s.targets.b, s.clock.now());
+      s.directory.pin('s-1', s.targets.b, s.clock.now());
+      s.directory.unpin('s-2', s.clock.now());
+      await until(() => journal(s).length === 2, 'a journal line', 5_000);
+      assert.deepEqual(JSON.parse(journal(s)[1]), {
+        set: [
+          ['new', 'h-b'],
+          ['s-1', 'h-b'],
+        ],
+        del: ['s-2'],
+      });
+      assert.equal(readFileSync(s.path, 'utf8'), snapshot, 'the snapshot is not rewritten');
+      assert.deepEqual(loaded(s.path), [
+        ['s-0', 'h-a'],
+        ['s-1', 'h-b'],
+        ['new', 'h-b'],
+      ]);
+    } finally {
+      await s.svc.onApplicationShutdown();
+    }
+  });
+
+  it('a write() (fleet change, shutdown) is a new snapshot with a new token and a fresh journal', async () => {
+    const s = setup(3);
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.settled();
+    const first = s.file().journal;
+    s.directory.pin('late', s.targets.a, s.clock.now());
+    await s.svc.write();
+    const f = s.file();
+    assert.notEqual(f.journal, first);
+    assert.equal(f.sessions.length, 4);
+    assert.deepEqual(journal(s), [JSON.stringify({ journal: f.journal })]);
+  });
+
+  it('writes a snapshot instead of a journal line when more ids changed than a line may carry', async () => {
+    const s = setup(1, undefined, 100_000);
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.settled();
+    s.svc.startPinFlush();
+    try {
+      for (let i = 0; i <= JOURNAL_LINE_MAX_IDS; i++) s.directory.pin(`burst-${i}`, s.targets.a, s.clock.now());
+      await until(() => s.file().sessions.length === JOURNAL_LINE_MAX_IDS + 2, 'the snapshot with the burst', 5_000);
+      await s.svc.settled();
+      assert.equal(journal(s).length, 1, 'the journal holds its header only');
+    } finally {
+      await s.svc.onApplicationShutdown();
+    }
+  });
+
+  it('compacts once the journal outgrows the snapshot (and 1 MiB)', async () => {
+    const s = setup(1, undefined, 100_000);
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.settled();
+    s.svc.startPinFlush();
+    try {
+      // ~40,000 ids of ~30 bytes: one line past 1 MiB, below the per-line limit
+      for (let i = 0; i < 40_000; i++) s.directory.pin(`a-long-enough-session-id-${i}`, s.targets.a, s.clock.now());
+      await until(() => journal(s).length === 2, 'the large journal line', 5_000);
+      assert.equal(s.file().sessions.length, 1);
+      s.directory.pin('one-more', s.targets.a, s.clock.now());
+      await until(() => s.file().sessions.length === 40_002 && journal(s).length === 1, 'the compaction: a snapshot and a fresh journal', 5_000);
+    } finally {
+      await s.svc.onApplicationShutdown();
+    }
+  });
+
+  it('a failed append (the journal removed under it) is logged, and the next write is a snapshot with a new journal', async () => {
+    const s = setup(2);
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.settled();
+    rmSync(journalPathOf(s.path));
+    s.svc.startPinFlush();
+    try {
+      s.directory.pin('after-rm', s.targets.a, s.clock.now());
+      await until(() => s.logs.some((l) => l['event'] === 'state_write_failed'), 'the failed append', 5_000);
+      await until(() => s.logs.some((l) => l['event'] === 'state_write_recovered'), 'the snapshot after it', 5_000);
+      assert.equal(s.file().sessions.length, 3);
+      assert.equal(journal(s).length, 1);
+    } finally {
+      await s.svc.onApplicationShutdown();
+    }
+  });
+
+  it('load(): a corrupt journal line stops the start naming <file>:<line>; another snapshot’s journal is ignored with a warning', async () => {
+    const s = setup(2);
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.settled();
+    const jp = journalPathOf(s.path);
+    const head = readFileSync(jp, 'utf8');
+    writeFileSync(jp, `${head}{"set":[["x","h-a"]]}\nnot json\n{"del":["x"]}\n`);
+    assert.throws(
+      () => setup(0, s.path).svc.load(),
+      (e: ConfigError) => /state\.json\.journal:3: not valid JSON/.test(e.problems[0]?.message ?? ''),
+    );
+    writeFileSync(jp, `{"journal":"other"}\n{"set":[["x","h-a"]]}\n`);
+    const t = setup(0, s.path);
+    assert.equal(t.svc.load()?.sessions.length, 2);
+    assert.ok(t.logs.some((l) => l['event'] === 'state_journal_ignored' && l['level'] === 40));
   });
 });

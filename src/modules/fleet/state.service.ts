@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { ConfigError } from '../../config/config-error.js';
@@ -7,27 +8,49 @@ import { AffinityService } from '../affinity/affinity.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { RedisService } from '../cluster/redis.service.js';
+import type { PinChanges } from '../affinity/pin-changes.js';
+import type { PinTarget } from '../affinity/session-directory.js';
+import type { Replica } from '../registry/replica.js';
 import { readStateFile, STATE_VERSION, writeStateFile, type FleetState, type StateHead, type StateReplica } from './state-file.js';
+import {
+  appendJournal,
+  createJournal,
+  encodeJournalLine,
+  JOURNAL_LINE_MAX_IDS,
+  journalPathOf,
+  newJournalToken,
+  readJournal,
+  type TakenChanges,
+} from './state-journal.js';
 import { pinChunks } from './state-pins.js';
 
 /** How often changed session pins are flushed (SPEC §6: at most 1 s after they change). */
 const PIN_FLUSH_MS = 1_000;
+/** The journal is compacted (a new snapshot) once it outgrows the snapshot, or this, whichever is larger. */
+const JOURNAL_COMPACT_FLOOR = 1024 * 1024;
 
 /**
  * The `--state-file`: read once at start (a corrupt or future file stops the start with exit 2
- * unless `--discard-state`), written atomically on every fleet change, pins flushed within 1 s.
- * Writes never block the event loop (pins are encoded a slice at a time, the file written with
- * async fs) and run one at a time. A failing write never stops routing: it is logged once per
- * distinct error and shown in /readyz.
+ * unless `--discard-state`), a full snapshot written atomically on every fleet change, at start
+ * after adoption and at shutdown, and the pins changed since then appended to its journal
+ * (state-journal.ts) at most 1 s after they change, so a flush costs what changed, not every pin
+ * held. The journal is compacted into a new snapshot when it outgrows the last one. Writes never
+ * block the event loop and run one at a time. A failing write never stops routing: it is logged
+ * once per distinct error and shown in /readyz, and the next write is a full snapshot.
  */
 @Injectable()
 export class StateService implements OnApplicationShutdown {
   private readonly path: string | undefined;
+  private readonly journalPath: string | undefined;
+  private readonly changes: PinChanges<Replica> | undefined;
   private fleet: readonly StateReplica[] = [];
   private epoch = 0;
-  /** Directory version of the last pins written, and of the write in flight. */
-  private writtenPins = -1;
-  private writingPins = -1;
+  /** The next write must be a full snapshot (asked for, or the journal cannot be appended to). */
+  private snapshotDue = true;
+  /** The journal on disk belongs to the last snapshot and takes appends. */
+  private journalOk = false;
+  private snapshotBytes = 0;
+  private journalBytes = 0;
   /** The write in flight, and the one that starts when it ends (serving every call made meanwhile). */
   private writing: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
@@ -43,6 +66,9 @@ export class StateService implements OnApplicationShutdown {
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
     this.path = config.stateFile;
+    if (this.path === undefined) return;
+    this.journalPath = journalPathOf(this.path);
+    this.changes = affinity.directory.trackChanges(JOURNAL_LINE_MAX_IDS);
   }
 
   /** Fleet changes are recorded somewhere (a state file, or Redis for the other routers). */
@@ -65,34 +91,44 @@ export class StateService implements OnApplicationShutdown {
     return r.state;
   }
 
-  /** The recorded state, or undefined when there is none (no file, or --discard-state). */
+  /** The recorded state with its journal applied, or undefined when there is none (no file, or --discard-state). */
   load(): FleetState | undefined {
-    if (this.path === undefined) return undefined;
+    if (this.path === undefined || this.journalPath === undefined) return undefined;
     const r = readStateFile(this.path);
-    if (r.kind === 'missing') return undefined;
+    if (r.kind === 'missing') {
+      if (existsSync(this.journalPath)) {
+        this.log.warn(
+          { event: 'state_journal_ignored', path: this.journalPath },
+          `ignoring the journal ${this.journalPath}: there is no state file ${this.path}`,
+        );
+      }
+      return undefined;
+    }
     if (r.kind === 'invalid') {
       if (!this.config.discardState) throw new ConfigError(r.problems);
       this.log.warn({ event: 'state_discarded', path: this.path, problems: r.problems }, `ignoring the unreadable state file ${this.path} (--discard-state)`);
       return undefined;
     }
+    this.epoch = r.state.epoch + 1;
     if (this.config.discardState) {
       this.log.warn(
         { event: 'state_discarded', path: this.path },
-        `--discard-state: not adopting the ${r.state.replicas.length} replicas recorded in ${this.path}`,
+        `--discard-state: not adopting the ${r.state.replicas.length} replicas recorded in ${this.path} (nor its journal)`,
       );
-      this.epoch = r.state.epoch + 1;
       return undefined;
     }
-    this.epoch = r.state.epoch + 1;
-    return r.state;
+    const j = readJournal(this.journalPath, r.state);
+    if (j.kind === 'invalid') throw new ConfigError(j.problems);
+    if (j.note !== undefined) this.log[j.note.level]({ event: j.note.event, path: this.journalPath }, j.note.message);
+    if (j.applied > 0) this.log.info({ event: 'state_journal_applied', path: this.journalPath, lines: j.applied }, `applied ${j.applied} journal lines`);
+    return j.state;
   }
 
   /** Start flushing changed pins (after adoption). */
   startPinFlush(): NodeJS.Timeout | undefined {
     if (this.path === undefined || this.flushTimer !== undefined) return undefined;
     this.flushTimer = setInterval(() => {
-      const covered = this.writing !== undefined ? this.writingPins : this.writtenPins;
-      if (this.queued === undefined && this.affinity.directory.version !== covered) this.writeSoon();
+      if (this.queued === undefined && (this.snapshotDue || this.changes?.pending === true)) this.writeSoon(false);
     }, PIN_FLUSH_MS);
     this.flushTimer.unref();
     return this.flushTimer;
@@ -101,7 +137,7 @@ export class StateService implements OnApplicationShutdown {
   /** Record a fleet change and write at once (file, and Redis when this router leads). */
   saveFleet(replicas: readonly StateReplica[]): void {
     this.fleet = replicas;
-    this.writeSoon();
+    this.writeSoon(true);
     if (this.redis.enabled && this.leader.isLeader) {
       const shared: FleetState = { version: STATE_VERSION, epoch: this.leader.epoch, written_at: new Date().toISOString(), replicas, sessions: [] };
       this.leader.writeFleetState(JSON.stringify(shared)).catch((e: unknown) => {
@@ -111,12 +147,18 @@ export class StateService implements OnApplicationShutdown {
   }
 
   /**
-   * Write the current fleet and pins. One write runs at a time: calls made during one are served
-   * by a single write that starts when it ends (reading the fleet and pins then), so no change is
-   * lost and no two writers share the temporary file. Resolves once a write that started after
-   * this call is done; never rejects (failures are logged and shown in /readyz).
+   * Write a full snapshot of the current fleet and pins (and start a new journal). One write runs
+   * at a time: calls made during one are served by a single write that starts when it ends
+   * (reading the fleet and pins then), so no change is lost and no two writers share a temporary
+   * file. Resolves once a write that started after this call is done; never rejects (failures are
+   * logged and shown in /readyz).
    */
   write(): Promise<void> {
+    this.snapshotDue = true;
+    return this.schedule();
+  }
+
+  private schedule(): Promise<void> {
     if (this.path === undefined) return Promise.resolve();
     if (this.queued !== undefined) return this.queued;
     if (this.writing === undefined) return this.start(this.path);
@@ -128,10 +170,10 @@ export class StateService implements OnApplicationShutdown {
     return this.queued;
   }
 
-  /** `write()` for callers that do not wait for it. */
-  private writeSoon(): void {
-    // write() never rejects; this catch only keeps a bug in it from becoming an unhandled rejection.
-    this.write().catch((e: unknown) => this.log.error({ err: e }, 'state file write failed'));
+  /** A snapshot (`write()`) or a flush of the changed pins, for callers that do not wait for it. */
+  private writeSoon(snapshot: boolean): void {
+    // Neither rejects; this catch only keeps a bug in them from becoming an unhandled rejection.
+    (snapshot ? this.write() : this.schedule()).catch((e: unknown) => this.log.error({ err: e }, 'state file write failed'));
   }
 
   /** Resolves once every write asked for so far is done. */
@@ -147,34 +189,73 @@ export class StateService implements OnApplicationShutdown {
     return p;
   }
 
+  /**
+   * One write: the changes are taken first, so a change made while it runs goes to the next one.
+   * A snapshot when one is due, the journal cannot take appends, too many ids changed for one line,
+   * or the journal has outgrown the snapshot; otherwise one journal line.
+   */
   private async writeNow(path: string): Promise<void> {
-    const dir = this.affinity.directory;
-    const clock = this.affinity.clock;
-    const version = (this.writingPins = dir.version);
+    const taken = this.changes?.take();
+    const snapshot =
+      this.snapshotDue || !this.journalOk || taken === undefined || taken.overflowed || this.journalBytes > Math.max(this.snapshotBytes, JOURNAL_COMPACT_FLOOR);
+    this.snapshotDue = false;
     const owned = new Set(this.fleet.map((r) => r.slot));
-    const head: StateHead = { version: STATE_VERSION, epoch: this.epoch, written_at: new Date().toISOString(), replicas: this.fleet };
+    const replicaOf = (t: PinTarget): string | undefined => (owned.has(t.name) ? t.name : undefined);
     try {
-      await writeStateFile(
-        path,
-        head,
-        pinChunks(
-          () => dir.openPass(),
-          () => clock.now(),
-          (t) => (owned.has(t.name) ? t.name : undefined),
-        ),
-      );
-      this.writtenPins = version;
+      if (snapshot) await this.snapshot(path, replicaOf);
+      else await this.append(taken, replicaOf);
       if (this.lastError !== undefined) {
         this.log.info({ event: 'state_write_recovered', path }, `state file ${path} is written again`);
         this.lastError = undefined;
         this.lifecycle.recovered('state_file');
       }
     } catch (e) {
+      // The changes taken are not on disk, and a journal may end in a part of a line: start afresh.
+      this.snapshotDue = true;
+      this.journalOk = false;
       const msg = `cannot write state file ${path}: ${(e as Error).message}`;
       if (msg !== this.lastError) this.log.error({ event: 'state_write_failed', path, err: (e as Error).message }, msg);
       this.lastError = msg;
       this.lifecycle.degrade('state_file', msg);
     }
+  }
+
+  /** Compaction: the full snapshot under a new token, then a fresh journal for it. */
+  private async snapshot(path: string, replicaOf: (t: PinTarget) => string | undefined): Promise<void> {
+    const dir = this.affinity.directory;
+    const clock = this.affinity.clock;
+    const token = newJournalToken();
+    const head: StateHead = { version: STATE_VERSION, epoch: this.epoch, written_at: new Date().toISOString(), journal: token, replicas: this.fleet };
+    this.journalOk = false; // from the rename on, the old journal is not this snapshot's
+    this.snapshotBytes = await writeStateFile(
+      path,
+      head,
+      pinChunks(
+        () => dir.openPass(),
+        () => clock.now(),
+        replicaOf,
+      ),
+    );
+    if (this.journalPath === undefined) return;
+    this.journalBytes = await createJournal(this.journalPath, token);
+    this.journalOk = true;
+  }
+
+  /** One journal line for the ids changed and the replicas released since the last write. */
+  private async append(taken: TakenChanges<Replica>, replicaOf: (t: PinTarget) => string | undefined): Promise<void> {
+    const dir = this.affinity.directory;
+    const now = this.affinity.clock.now();
+    const line = await encodeJournalLine(
+      taken,
+      (t) => t.name,
+      (id) => {
+        const p = dir.lookup(id, now);
+        return p.status === 'live' ? replicaOf(p.target) : undefined;
+      },
+    );
+    if (line === undefined || this.journalPath === undefined) return;
+    await appendJournal(this.journalPath, line);
+    this.journalBytes += line.length;
   }
 
   /** Stops the flush timer and lets a write in progress finish (the drain step wrote the last one). */
