@@ -7,6 +7,8 @@ import { simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, MAIN_ENTRY, type RouterProcess } from '../support/router-process.js';
 import { fleetEvents, pidGone, replicaState, simHost } from '../support/fleet.js';
+import { recordedPins, snapshotPins } from '../support/state-file.js';
+import { journalPathOf } from '../../src/modules/fleet/state-journal.js';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
@@ -196,7 +198,7 @@ describe('router process lifecycle (SPEC §6)', () => {
       const r = await simRequest(`${first.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `keep-${i}` }, body: Buffer.from(chat()) });
       sessions.set(`keep-${i}`, String(r.headers['x-replica-name']));
     }
-    await waitFor(() => JSON.parse(readFileSync(state, 'utf8')).sessions.length === 6, 3_000, 'pins flushed to the state file');
+    await waitFor(() => recordedPins(state).length === 6, 3_000, 'pins flushed to the state file');
     first.child.kill('SIGKILL');
     await first.exited();
     for (const r of before) assert.ok(pidAlive(r.pid), 'replicas survive a router crash');
@@ -251,6 +253,47 @@ describe('router process lifecycle (SPEC §6)', () => {
     }
     const st = await waitFor(allReady(second), 15_000, 'ready');
     killedPids.push(...st.map((r: { pid: number }) => r.pid));
+    second.child.kill('SIGTERM');
+    assert.equal((await second.exited()).code, 0);
+  });
+
+  it('after kill -9, a restart adopts the pins made after the last snapshot, which only the journal holds', async () => {
+    const base = await freePortRange(2);
+    const state = join(mkdtempSync(join(tmpdir(), 'ar-journal-')), 'state.json');
+    const journal = journalPathOf(state);
+    const cfg = writeTempConfig({ hosts: [simHost('j', [0, 1], base)] });
+    const args = ['--config', cfg, '--initial-replicas', '2', '--health-interval', '0.2', '--state-file', state];
+    const first = await spawnRouter(args, ENV);
+    procs.push(first);
+    const before: Array<{ name: string; pid: number }> = await waitFor(allReady(first), 15_000, 'ready replicas');
+    killedPids.push(...before.map((r) => r.pid));
+    // Both launches are fleet changes: wait for the snapshot that lists both, so the pins below come after it.
+    await waitFor(() => JSON.parse(readFileSync(state, 'utf8')).replicas.length === 2, 3_000, 'the snapshot listing both replicas');
+    const sessions = new Map<string, string>();
+    for (let i = 0; i < 8; i++) {
+      const r = await simRequest(`${first.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `jrnl-${i}` }, body: Buffer.from(chat()) });
+      assert.equal(r.status, 200);
+      sessions.set(`jrnl-${i}`, String(r.headers['x-replica-name']));
+    }
+    assert.equal(new Set(sessions.values()).size, 2, 'the sessions are spread over both replicas');
+    await waitFor(() => recordedPins(state).length === 8, 3_000, 'the pins flushed to the journal');
+    assert.deepEqual(snapshotPins(state), [], 'the snapshot was not rewritten: the pins are in the journal only');
+    assert.ok(readFileSync(journal, 'utf8').split('\n').length > 2, 'the journal has a header and at least one flush');
+    first.child.kill('SIGKILL');
+    await first.exited();
+
+    const second = await spawnRouter(args, ENV);
+    procs.push(second);
+    assert.ok(second.logs().some((l) => l['event'] === 'state_journal_applied'));
+    for (const [id, replica] of sessions) {
+      const r = await simRequest(`${second.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': id }, body: Buffer.from(chat()) });
+      assert.equal(r.headers['x-replica-name'], replica, `session ${id} kept its replica`);
+      assert.equal(r.headers['x-router-affinity'], 'retain');
+    }
+    // After adoption the router compacted: a new snapshot holds the pins, its journal only its header.
+    const compacted = JSON.parse(readFileSync(state, 'utf8')) as { journal: string; sessions: unknown[] };
+    assert.equal(compacted.sessions.length, 8);
+    assert.equal(readFileSync(journal, 'utf8'), `${JSON.stringify({ journal: compacted.journal })}\n`);
     second.child.kill('SIGTERM');
     assert.equal((await second.exited()).code, 0);
   });

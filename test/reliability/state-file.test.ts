@@ -15,6 +15,7 @@ import { spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, writeTempConfig, type TestRouter } from '../support/router.js';
 import { freePortRange, MAIN_ENTRY } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
+import { recordedPins } from '../support/state-file.js';
 import { StateService } from '../../src/modules/fleet/state.service.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
@@ -113,7 +114,7 @@ describe('state file write failures (issue 7 §6)', () => {
     const router = await routerWithReplica(path);
     routers.push(router);
     await newSessions(router, 'early', 10);
-    await waitFor(() => (JSON.parse(readFileSync(path, 'utf8')) as { sessions: unknown[] }).sessions.length === 10, 3_000, 'the pins written');
+    await waitFor(() => recordedPins(path).length === 10, 3_000, 'the pins written');
     const before = readFileSync(path, 'utf8');
     const filler = fill(dir);
     for (let i = 0; i < 10; i++) {
@@ -147,7 +148,7 @@ describe('state file write failures (issue 7 §6)', () => {
     const router = await routerWithReplica(path);
     routers.push(router);
     await newSessions(router, 'small', 20);
-    await waitFor(() => (JSON.parse(readFileSync(path, 'utf8')) as { sessions: unknown[] }).sessions.length === 20, 3_000, 'the pins written');
+    await waitFor(() => recordedPins(path).length === 20, 3_000, 'the pins written');
     assert.ok(readFileSync(path).length < 4096, 'the first file fits in one page');
     fill(dir, 4096); // one page left: the next, larger file gets a short write
     await newSessions(router, 'grow', 120);
