@@ -3,7 +3,7 @@
  *  1. The writer alone (statefile-child.ts): the old and the new way of writing the same
  *     1,000,000 pins, and how long each holds the event loop.
  *  2. Routers (statefile-routers.ts): the same open-loop load, in which every request is a new
- *     session (so pins change all the time and the file is flushed every second), in alternating
+ *     session (so pins change all the time and are flushed to the journal every second), in alternating
  *     rounds through a router without `--state-file` (the baseline), one that adopted 1,000,000
  *     pins from its state file at start, and a control holding the same pins that cannot write.
  *     Each owns one launched simulator, so the pins are on a replica the state file records.
@@ -19,6 +19,7 @@ import type { StateFileChildReport } from './statefile-child.js';
 import { adoptedRouter, admin, fleetConfig, kill, loopSample, replicaPid, scrape, startRouter, type Router } from './statefile-routers.js';
 import { fmt, roundSummary } from './stats.js';
 import { CHAT_PATH, chatBodies } from './workload.js';
+import { journalPathOf } from '../src/modules/fleet/state-journal.js';
 
 /** Compiled writer-alone child (statefile-child.ts). */
 const STATEFILE_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'statefile-child.js');
@@ -59,12 +60,17 @@ const newSessions =
   (i: number): string =>
     TEMPLATE.replace(TEMPLATE_ID, `${tag}${i.toString(16).padStart(32 - tag.length, '0')}`);
 
-/** One timed window on `row`'s router; counts the state file's replacements meanwhile. */
+/** One timed window on `row`'s router; counts the writes of the state file and its journal meanwhile. */
 async function measure(ctx: BenchContext, row: Row, durationS: number, tag: string): Promise<Window> {
   const { plan } = ctx.options;
   const { router, stateFile } = row;
-  const mtimes = new Set<number>();
-  const watch = stateFile === undefined ? undefined : setInterval(() => mtimes.add(statSync(stateFile).mtimeMs), 50);
+  const mtimes = new Set<string>();
+  const files = stateFile === undefined ? [] : [stateFile, journalPathOf(stateFile)];
+  const look = (): void => {
+    for (const f of files) mtimes.add(`${f}@${statSync(f, { throwIfNoEntry: false })?.mtimeMs ?? 'none'}`);
+  };
+  const watch = stateFile === undefined ? undefined : setInterval(look, 50);
+  look();
   const before = await scrape(router.url);
   await loopSample(router);
   const t0 = performance.now();
@@ -82,7 +88,7 @@ async function measure(ctx: BenchContext, row: Row, durationS: number, tag: stri
     loopP99Ms: loop.p99Ms,
     cpu,
     pins,
-    flushes: Math.max(0, mtimes.size - 1),
+    flushes: Math.max(0, mtimes.size - files.length),
   };
 }
 
@@ -115,7 +121,8 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const withFile = await adoptedRouter(ctx, 's', n, common, pids);
     rows.push({ label: `with --state-file, ${n} pins`, ...withFile, prefix: 'b', windows: [] });
     // The control holds the same pins but cannot write: its state directory becomes a plain file,
-    // so every flush fails at its first step (mkdir) before looking at a pin.
+    // so its next journal append fails (opened by path) and every write after it is a snapshot that
+    // fails at its first step (mkdir) before looking at a pin.
     const control = await adoptedRouter(ctx, 'c', n, common, pids);
     const dir = join(control.stateFile, '..');
     renameSync(dir, `${dir}.moved`);
@@ -156,9 +163,9 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const paired = (row: Row, base: Row): number[] => row.windows.map((w, i) => w.result.latency.p99 / (base.windows[i]?.result.latency.p99 ?? NaN));
   const ratio = median(paired(withFile, without));
   const notes = [
-    `Load: open loop (open-loop.ts), ${plan.fixedRate} req/s, ~1 KB non-streaming chat, a new \`session_id\` per request, so every request adds a pin and the router with a state file flushes it once a second. Each router owns one launched simulator (a \`hosts\` entry, \`--initial-replicas 1\`), \`--max-sessions ${n}\`. The ${n} pins are adopted from a state file at start (a router wrote the file, was SIGKILLed, and the pins were appended to it), so the router with the file holds ${n} pins throughout (new sessions evict the oldest) while the baseline holds only those the load makes. The control router adopted ${n} pins the same way, then its state directory was replaced by a plain file: each of its flushes fails at mkdir before looking at a pin (logged once, /readyz degraded), so it differs from the router with the file only by the writing, which "with ÷ control" isolates from the cost of holding ${n} sessions (a larger heap to collect).`,
+    `Load: open loop (open-loop.ts), ${plan.fixedRate} req/s, ~1 KB non-streaming chat, a new \`session_id\` per request, so every request adds a pin and the router with a state file flushes the pins that changed once a second (a line appended to its journal, \`<state file>.journal\`; the full file is rewritten only when the journal outgrows it). Each router owns one launched simulator (a \`hosts\` entry, \`--initial-replicas 1\`), \`--max-sessions ${n}\`. The ${n} pins are adopted from a state file at start (a router wrote the file, was SIGKILLed, and the pins were appended to it), so the router with the file holds ${n} pins throughout (new sessions evict the oldest) while the baseline holds only those the load makes. The control router adopted ${n} pins the same way, then its state directory was replaced by a plain file: its next journal append fails (the journal is opened by its path and never created by an append) and every write after that is a full snapshot that fails at mkdir before looking at a pin (logged, /readyz degraded), so it differs from the router with the file only by the writing, which "with ÷ control" isolates from the cost of holding ${n} sessions (a larger heap to collect).`,
     `All three routers stay up; after ${plan.fixedWarmupS} s of warm-up each, ${rounds} round(s) alternate them (${windowS} s per router per round, the order reversed every other round) so other work on the shared machine hits all alike. "p99 ÷ without, same round" divides a router's p99 by the baseline's in the same round; the target takes the median of those ratios (the ratio of the median p99s is shown beside it); lag max = the largest of the rounds'.`,
-    `Event-loop lag, two instruments. "loop max/p99 (1 ms)": a perf_hooks.monitorEventLoopDelay at 1 ms resolution preloaded into each router (bench/loop-probe.ts, \`node --import\`), read and reset through SIGUSR2 right before and right after each window: a hold of H ms reads H to H + 1 ms, an idle loop ~1 ms. The target is judged on it. "prom lag": the router's own \`nodejs_eventloop_lag_max_seconds\` / \`_p99_seconds\` (prom-client over perf_hooks.monitorEventLoopDelay at 10 ms resolution), scraped right before and right after each window; prom-client resets the histogram on every scrape, so each number covers its window only. The histogram records the whole interval between the monitor's ticks: an idle router reads ~10 ms, and a hold of H ms reads H to H + 10 ms. The lag also counts time the router process was not scheduled at all, which on a machine shared with other work is not the router's doing: the baseline's lag under the same load shows that floor. "router CPU s/s" = the router's \`process_cpu_seconds_total\` (all its threads, the fs writes on libuv's pool included) over the window ÷ its length: on a machine whose cores are shared, the CPU the writing costs turns into request latency. "flushes" = distinct modification times of the state file seen (polled every 50 ms) during the window.`,
+    `Event-loop lag, two instruments. "loop max/p99 (1 ms)": a perf_hooks.monitorEventLoopDelay at 1 ms resolution preloaded into each router (bench/loop-probe.ts, \`node --import\`), read and reset through SIGUSR2 right before and right after each window: a hold of H ms reads H to H + 1 ms, an idle loop ~1 ms. The target is judged on it. "prom lag": the router's own \`nodejs_eventloop_lag_max_seconds\` / \`_p99_seconds\` (prom-client over perf_hooks.monitorEventLoopDelay at 10 ms resolution), scraped right before and right after each window; prom-client resets the histogram on every scrape, so each number covers its window only. The histogram records the whole interval between the monitor's ticks: an idle router reads ~10 ms, and a hold of H ms reads H to H + 10 ms. The lag also counts time the router process was not scheduled at all, which on a machine shared with other work is not the router's doing: the baseline's lag under the same load shows that floor. "router CPU s/s" = the router's \`process_cpu_seconds_total\` (all its threads, the fs writes on libuv's pool included) over the window ÷ its length: on a machine whose cores are shared, the CPU the writing costs turns into request latency. "flushes" = distinct modification times of the state file and of its journal seen (polled every 50 ms) during the window.`,
     `The writer alone (statefile-child.ts, run first, in its own process with --expose-gc; a full GC before each write so one write's garbage is not collected in the next one's window): the same SessionDirectory of ${n} pins written ${CHILD_WRITES} times the old way (every pin into an array, \`JSON.stringify(state, null, 2)\`, writeSync/fsyncSync/renameSync on the event loop, restated from the code item 4 replaced) and ${CHILD_WRITES} times the new way, alternating after two warm-up writes each; "event loop held" = the longest interval between ticks of perf_hooks.monitorEventLoopDelay at 1 ms resolution (a hold of H ms reads H to H + 1).`,
     `At SIGTERM the router with the file drained, stopped its replica (which releases its pins) and wrote the file a last time: ${fmt(shutdown.ms / 1000, 1)} s from SIGTERM to exit, the file then lists ${shutdown.replicas} replicas and ${shutdown.pins} pins.`,
   ];
