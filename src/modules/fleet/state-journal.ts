@@ -206,6 +206,7 @@ export function readJournal(path: string, state: FleetState, read: (p: string) =
       },
     };
   }
+  if (lines.length === 1) return { kind: 'ok', state, applied: 0, note: torn === '' ? undefined : tornNote(2) };
   const pins = new Map<string, string>();
   for (const p of state.sessions) pins.set(p.id, p.replica);
   for (let i = 1; i < lines.length; i++) {
