@@ -267,16 +267,29 @@ describe('router process lifecycle (SPEC §6)', () => {
     procs.push(first);
     const before: Array<{ name: string; pid: number }> = await waitFor(allReady(first), 15_000, 'ready replicas');
     killedPids.push(...before.map((r) => r.pid));
-    // Both launches are fleet changes: wait for the snapshot that lists both, so the pins below come after it.
-    await waitFor(() => JSON.parse(readFileSync(state, 'utf8')).replicas.length === 2, 3_000, 'the snapshot listing both replicas');
+    // Both launches are fleet changes, each a snapshot, both asked for before the replicas were
+    // ready. A first pin flushed to the journal of the current snapshot shows they are written:
+    // the pins below come after the last snapshot.
+    const chatAs = (id: string) =>
+      simRequest(`${first.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': id }, body: Buffer.from(chat()) });
+    assert.equal((await chatAs('jrnl-first')).status, 200);
+    await waitFor(
+      () => {
+        const lines = readFileSync(journal, 'utf8').split('\n');
+        const token = (JSON.parse(readFileSync(state, 'utf8')) as { journal?: string }).journal;
+        return lines[0] === JSON.stringify({ journal: token }) && lines.slice(1).some((l) => l.includes('"jrnl-first"'));
+      },
+      5_000,
+      'a first flush appended to the journal of the last snapshot',
+    );
     const sessions = new Map<string, string>();
     for (let i = 0; i < 8; i++) {
-      const r = await simRequest(`${first.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `jrnl-${i}` }, body: Buffer.from(chat()) });
+      const r = await chatAs(`jrnl-${i}`);
       assert.equal(r.status, 200);
       sessions.set(`jrnl-${i}`, String(r.headers['x-replica-name']));
     }
     assert.equal(new Set(sessions.values()).size, 2, 'the sessions are spread over both replicas');
-    await waitFor(() => recordedPins(state).length === 8, 3_000, 'the pins flushed to the journal');
+    await waitFor(() => recordedPins(state).length === 9, 3_000, 'the pins flushed to the journal');
     assert.deepEqual(snapshotPins(state), [], 'the snapshot was not rewritten: the pins are in the journal only');
     assert.ok(readFileSync(journal, 'utf8').split('\n').length > 2, 'the journal has a header and at least one flush');
     first.child.kill('SIGKILL');
@@ -292,7 +305,7 @@ describe('router process lifecycle (SPEC §6)', () => {
     }
     // After adoption the router compacted: a new snapshot holds the pins, its journal only its header.
     const compacted = JSON.parse(readFileSync(state, 'utf8')) as { journal: string; sessions: unknown[] };
-    assert.equal(compacted.sessions.length, 8);
+    assert.equal(compacted.sessions.length, 9);
     assert.equal(readFileSync(journal, 'utf8'), `${JSON.stringify({ journal: compacted.journal })}\n`);
     second.child.kill('SIGTERM');
     assert.equal((await second.exited()).code, 0);
