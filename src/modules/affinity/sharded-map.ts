@@ -1,5 +1,9 @@
-/** Shards of a {@link ShardedMap}: at 1,000,000 keys about 4,000 each. */
-export const SHARDS = 256;
+/**
+ * Shards of a {@link ShardedMap}: at 1,000,000 keys ~15,600 each, whose table is a large object of
+ * its own (freed whole when it grows). 256 shards cost ~18 MiB more RSS at 1,000,000 sessions
+ * (tables on shared pages, fragmented as they grow); 64 rebuild in ≤ 8 ms (bench d).
+ */
+export const SHARDS = 64;
 
 /** FNV-1a over every UTF-16 unit: a client cannot pile its ids into one shard by their ends alone. */
 export function stringShard(key: string): number {
@@ -18,7 +22,7 @@ export const intShard = (key: number): number => key;
  * Why: V8's Map is a hash table that, once deletions have used up its free entries, rebuilds
  * itself whole on the next insertion. A directory at its cap deletes one entry for every one it
  * adds, so it rebuilds every (capacity − size) insertions: measured on this machine (Node 20),
- * a 1,000,000-entry Map held the event loop ~200–400 ms per rebuild, and 39–45 ms at 100,000. Shards rebuild one at a time, each ~1/256 of the whole (docs/design.md §5).
+ * a 1,000,000-entry Map held the event loop ~200–400 ms per rebuild, and 39–45 ms at 100,000. Shards rebuild one at a time, each ~1/64 of the whole (docs/design.md §5).
  */
 export class ShardedMap<K, V> {
   private readonly shards: Map<K, V>[] = Array.from({ length: SHARDS }, () => new Map<K, V>());
