@@ -150,20 +150,30 @@ export async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void>
  * per path at a time (the temporary file is per process). Resolves to the file's size in bytes.
  */
 export async function writeStateFile(path: string, head: StateHead, sessions: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = []): Promise<number> {
+  await mkdir(dirname(path), { recursive: true });
+  return replaceFile(path, async (put) => {
+    await put(Buffer.from(headText(head)));
+    for await (const chunk of sessions) await put(chunk);
+    await put(TAIL);
+  });
+}
+
+/**
+ * Replace `path` atomically with what `fill` writes through `put`: a temporary file in the same
+ * directory (per process), fsync, rename over the old one, fsync the directory. A failure leaves
+ * the previous file whole and no temporary behind. Resolves to the bytes written.
+ */
+export async function replaceFile(path: string, fill: (put: (bytes: Uint8Array) => Promise<void>) => Promise<void>): Promise<number> {
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
   const fh = await open(tmp, 'w', 0o600);
   let size = 0;
-  const put = async (bytes: Uint8Array): Promise<void> => {
-    await writeAll(fh, bytes);
-    size += bytes.length;
-  };
   try {
     try {
-      await put(Buffer.from(headText(head)));
-      for await (const chunk of sessions) await put(chunk);
-      await put(TAIL);
+      await fill(async (bytes) => {
+        await writeAll(fh, bytes);
+        size += bytes.length;
+      });
       await fh.sync();
     } finally {
       await fh.close();

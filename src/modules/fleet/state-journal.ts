@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { constants, readFileSync } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { open } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ConfigProblem } from '../../config/config-error.js';
-import { syncDir, writeAll, type FleetState, type StatePin } from './state-file.js';
+import { replaceFile, writeAll, type FleetState, type StatePin } from './state-file.js';
 
 /**
  * The pin journal beside the state file (`<state file>.journal`, NDJSON): the pins changed since
@@ -77,25 +76,8 @@ export async function encodeJournalLine<T>(
  * fsync, rename, fsync of the directory, so a crash leaves either the old journal or the new one.
  * Resolves to its size in bytes.
  */
-export async function createJournal(path: string, token: string): Promise<number> {
-  const bytes = Buffer.from(`${JSON.stringify({ journal: token })}\n`);
-  const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
-  const fh = await open(tmp, 'w', 0o600);
-  try {
-    try {
-      await writeAll(fh, bytes);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw e;
-  }
-  await syncDir(dir);
-  return bytes.length;
+export function createJournal(path: string, token: string): Promise<number> {
+  return replaceFile(path, (put) => put(Buffer.from(`${JSON.stringify({ journal: token })}\n`)));
 }
 
 /**
