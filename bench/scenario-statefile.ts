@@ -9,8 +9,8 @@
  *     Each owns one launched simulator, so the pins are on a replica the state file records.
  *     Measured: request latency, and each router's event-loop lag and CPU from its /metrics.
  */
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runOpenLoop, type OpenLoopResult } from './open-loop.js';
 import { isObject, runReportChild } from './processes.js';
@@ -121,12 +121,14 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const withFile = await adoptedRouter(ctx, 's', n, common, pids);
     rows.push({ label: `with --state-file, ${n} pins`, ...withFile, prefix: 'b', windows: [] });
     // The control holds the same pins but cannot write: its state directory becomes a plain file,
-    // so its next journal append fails (opened by path) and every write after it is a snapshot that
+    // and its journal (held open) is removed, so its next append fails and every write after it is a snapshot that
     // fails at its first step (mkdir) before looking at a pin.
     const control = await adoptedRouter(ctx, 'c', n, common, pids);
     const dir = join(control.stateFile, '..');
     renameSync(dir, `${dir}.moved`);
     writeFileSync(dir, 'not a directory');
+    // Its journal is open in it: removed, its next append fails and asks for a snapshot (which fails).
+    rmSync(journalPathOf(join(`${dir}.moved`, basename(control.stateFile))));
     rows.push({ label: `control: ${n} pins, state file unwritable`, router: control.router, prefix: 'c', windows: [] });
     for (const row of rows) {
       ctx.log(`s: ${row.label}: warm-up ${plan.fixedWarmupS}s at ${plan.fixedRate} req/s`);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants, readFileSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ConfigProblem } from '../../config/config-error.js';
 import { replaceFile, writeAll, type FleetState, type StatePin } from './state-file.js';
@@ -81,16 +81,39 @@ export function createJournal(path: string, token: string): Promise<number> {
 }
 
 /**
- * Append one line and fdatasync. The journal must exist (it is never created here: a journal
- * removed under the router fails the append, and the writer starts a new snapshot and journal).
+ * Appends to the journal through one file handle kept open between flushes (two file operations
+ * a flush, not four and a path lookup; what bench s measured of the difference: docs/design.md §9).
+ * The journal must exist: the handle is opened without O_CREAT, and an append fails once the file
+ * was removed (link count 0), so the writer starts a new snapshot and journal.
  */
+export class JournalAppender {
+  private fh: FileHandle | undefined;
+
+  constructor(readonly path: string) {}
+
+  /** Append one line and fdatasync. */
+  async append(line: Uint8Array): Promise<void> {
+    this.fh ??= await open(this.path, constants.O_WRONLY | constants.O_APPEND);
+    if ((await this.fh.stat()).nlink === 0) throw new Error(`${this.path} was removed`);
+    await writeAll(this.fh, line);
+    await this.fh.datasync();
+  }
+
+  /** Let go of the file (a new journal replaces it, a write failed, or the router stops). */
+  async close(): Promise<void> {
+    const fh = this.fh;
+    this.fh = undefined;
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** One append through a handle of its own (tests, tools). */
 export async function appendJournal(path: string, line: Uint8Array): Promise<void> {
-  const fh = await open(path, constants.O_WRONLY | constants.O_APPEND);
+  const a = new JournalAppender(path);
   try {
-    await writeAll(fh, line);
-    await fh.datasync();
+    await a.append(line);
   } finally {
-    await fh.close();
+    await a.close();
   }
 }
 

@@ -13,11 +13,11 @@ import type { PinTarget } from '../affinity/session-directory.js';
 import type { Replica } from '../registry/replica.js';
 import { readStateFile, STATE_VERSION, writeStateFile, type FleetState, type StateHead, type StateReplica } from './state-file.js';
 import {
-  appendJournal,
   createJournal,
   encodeJournalLine,
   JOURNAL_LINE_MAX_IDS,
   journalPathOf,
+  JournalAppender,
   newJournalToken,
   readJournal,
   type TakenChanges,
@@ -42,6 +42,8 @@ const JOURNAL_COMPACT_FLOOR = 1024 * 1024;
 export class StateService implements OnApplicationShutdown {
   private readonly path: string | undefined;
   private readonly journalPath: string | undefined;
+  /** The journal's file handle, kept open between flushes (closed when a snapshot replaces the journal). */
+  private readonly appender: JournalAppender | undefined;
   private readonly changes: PinChanges<Replica> | undefined;
   private fleet: readonly StateReplica[] = [];
   private epoch = 0;
@@ -68,6 +70,7 @@ export class StateService implements OnApplicationShutdown {
     this.path = config.stateFile;
     if (this.path === undefined) return;
     this.journalPath = journalPathOf(this.path);
+    this.appender = new JournalAppender(this.journalPath);
     this.changes = affinity.directory.trackChanges(JOURNAL_LINE_MAX_IDS);
   }
 
@@ -213,6 +216,7 @@ export class StateService implements OnApplicationShutdown {
       // The changes taken are not on disk, and a journal may end in a part of a line: start afresh.
       this.snapshotDue = true;
       this.journalOk = false;
+      await this.appender?.close();
       const msg = `cannot write state file ${path}: ${(e as Error).message}`;
       if (msg !== this.lastError) this.log.error({ event: 'state_write_failed', path, err: (e as Error).message }, msg);
       this.lastError = msg;
@@ -227,6 +231,7 @@ export class StateService implements OnApplicationShutdown {
     const token = newJournalToken();
     const head: StateHead = { version: STATE_VERSION, epoch: this.epoch, written_at: new Date().toISOString(), journal: token, replicas: this.fleet };
     this.journalOk = false; // from the rename on, the old journal is not this snapshot's
+    await this.appender?.close();
     this.snapshotBytes = await writeStateFile(
       path,
       head,
@@ -253,8 +258,8 @@ export class StateService implements OnApplicationShutdown {
         return p.status === 'live' ? replicaOf(p.target) : undefined;
       },
     );
-    if (line === undefined || this.journalPath === undefined) return;
-    await appendJournal(this.journalPath, line);
+    if (line === undefined || this.appender === undefined) return;
+    await this.appender.append(line);
     this.journalBytes += line.length;
   }
 
@@ -263,5 +268,6 @@ export class StateService implements OnApplicationShutdown {
     if (this.flushTimer !== undefined) clearInterval(this.flushTimer);
     this.flushTimer = undefined;
     await this.settled();
+    await this.appender?.close();
   }
 }
