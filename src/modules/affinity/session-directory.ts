@@ -70,8 +70,6 @@ export class SessionDirectory<T extends PinTarget> {
   private born: Set<number> | undefined;
   evictedLru = 0;
   evictedTtl = 0;
-  /** Bumped whenever a pin is created, moved or removed (not on a plain touch). */
-  version = 0;
   /** Which pins changed, for the state file's journal; only kept once `trackChanges` was called. */
   changes: PinChanges<T> | undefined;
 
@@ -118,7 +116,6 @@ export class SessionDirectory<T extends PinTarget> {
       const oldTarget = this.targets.at(this.targetOf[s]);
       const wasLive = this.epochOf[s] === oldTarget.pinEpoch;
       if (oldTarget !== target || !wasLive) {
-        this.version++;
         this.changes?.mark(id);
         this.forget(s);
         this.targetOf[s] = tid;
@@ -129,7 +126,6 @@ export class SessionDirectory<T extends PinTarget> {
       this.order.moveToTail(s);
       return;
     }
-    this.version++;
     this.changes?.mark(id);
     const slot = this.allocate();
     this.born?.add(slot);
@@ -161,7 +157,6 @@ export class SessionDirectory<T extends PinTarget> {
   unpin(id: string, now: number): boolean {
     const s = this.map.get(id);
     if (s === undefined) return false;
-    this.version++;
     const live = this.isLive(s) && now - this.lastUsedOf[s] <= this.ttlMs;
     this.drop(s);
     return live;
@@ -175,10 +170,7 @@ export class SessionDirectory<T extends PinTarget> {
   /** Release every pin to `target` at once. */
   release(target: T): void {
     this.stale += target.pins;
-    if (target.pins > 0) {
-      this.version++;
-      this.changes?.release(target);
-    }
+    if (target.pins > 0) this.changes?.release(target);
     target.pins = 0;
     target.pinEpoch++;
   }

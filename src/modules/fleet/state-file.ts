@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, basename, join } from 'node:path';
 import type { ConfigProblem } from '../../config/config-error.js';
+import { isPlainObject } from '../../config/config.rules.js';
 
 /** The version this router writes. Files without `version` are pypto-serving-router's (read as 0). */
 export const STATE_VERSION = 1;
@@ -37,7 +38,6 @@ export interface FleetState {
 export type StateRead =
   { readonly kind: 'missing' } | { readonly kind: 'ok'; readonly state: FleetState } | { readonly kind: 'invalid'; readonly problems: ConfigProblem[] };
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isPort = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 65535;
 
 /** Read and validate a state file. Every problem names its path (`--state-file replicas[2].port`). */
@@ -60,7 +60,7 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
   }
   const problems: ConfigProblem[] = [];
   const at = (p: string): string => `--state-file ${p}`;
-  if (!isObj(doc)) return { kind: 'invalid', problems: [{ path: '--state-file', message: `${path} must hold a JSON object` }] };
+  if (!isPlainObject(doc)) return { kind: 'invalid', problems: [{ path: '--state-file', message: `${path} must hold a JSON object` }] };
   const version = doc['version'] ?? 0;
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
     problems.push({ path: at('version'), message: `must be a non-negative integer, got ${JSON.stringify(version)}` });
@@ -80,7 +80,7 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
   else
     rawReplicas.forEach((r: unknown, i) => {
       const p = `replicas[${i}]`;
-      if (!isObj(r)) return void problems.push({ path: at(p), message: 'must be an object' });
+      if (!isPlainObject(r)) return void problems.push({ path: at(p), message: 'must be an object' });
       const bad = (f: string, m: string): void => void problems.push({ path: at(`${p}.${f}`), message: m });
       const slot = r['slot'];
       const host = r['host'];
@@ -114,7 +114,7 @@ export function readStateFile(path: string, read: (p: string) => string = (p) =>
   if (!Array.isArray(rawSessions)) problems.push({ path: at('sessions'), message: 'must be a list' });
   else
     rawSessions.forEach((s: unknown, i) => {
-      if (!isObj(s) || typeof s['id'] !== 'string' || typeof s['replica'] !== 'string') {
+      if (!isPlainObject(s) || typeof s['id'] !== 'string' || typeof s['replica'] !== 'string') {
         problems.push({ path: at(`sessions[${i}]`), message: 'must be {"id": string, "replica": string}' });
       } else sessions.push({ id: s['id'], replica: s['replica'] });
     });

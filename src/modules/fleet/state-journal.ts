@@ -3,6 +3,7 @@ import { constants, readFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ConfigProblem } from '../../config/config-error.js';
+import { isPlainObject } from '../../config/config.rules.js';
 import { replaceFile, writeAll, type FleetState, type StatePin } from './state-file.js';
 
 /**
@@ -128,7 +129,6 @@ export type JournalRead =
   | { readonly kind: 'ok'; readonly state: FleetState; readonly applied: number; readonly note?: JournalNote }
   | { readonly kind: 'invalid'; readonly problems: ConfigProblem[] };
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 const isPairs = (v: unknown): v is Array<[string, string]> =>
   Array.isArray(v) && v.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string');
@@ -147,7 +147,7 @@ function parseLine(text: string): Ops | string {
   } catch (e) {
     return `not valid JSON (${(e as Error).message})`;
   }
-  if (!isObj(doc)) return 'must be a JSON object';
+  if (!isPlainObject(doc)) return 'must be a JSON object';
   const unknown = Object.keys(doc).filter((k) => k !== 'release' && k !== 'set' && k !== 'del');
   if (unknown.length > 0) return `unknown key ${JSON.stringify(unknown[0])} (expected "release", "set", "del")`;
   const { release = [], set = [], del = [] } = doc;
@@ -192,7 +192,7 @@ export function readJournal(path: string, state: FleetState, read: (p: string) =
   } catch {
     header = undefined;
   }
-  if (!isObj(header) || typeof header['journal'] !== 'string' || Object.keys(header).length !== 1) {
+  if (!isPlainObject(header) || typeof header['journal'] !== 'string' || Object.keys(header).length !== 1) {
     return invalid(`${path}:1: the first line must be the header {"journal": "<token>"}`);
   }
   if (header['journal'] !== state.journal) {

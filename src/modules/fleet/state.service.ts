@@ -47,10 +47,12 @@ export class StateService implements OnApplicationShutdown {
   private readonly changes: PinChanges<Replica> | undefined;
   private fleet: readonly StateReplica[] = [];
   private epoch = 0;
-  /** The next write must be a full snapshot (asked for, or the journal cannot be appended to). */
+  /**
+   * The next write must be a full snapshot: asked for, or the journal on disk is not the last
+   * snapshot's to append to (none yet, or a write failed part-way). Writes run one at a time, so
+   * between two writes this alone says whether the journal takes appends.
+   */
   private snapshotDue = true;
-  /** The journal on disk belongs to the last snapshot and takes appends. */
-  private journalOk = false;
   private snapshotBytes = 0;
   private journalBytes = 0;
   /** The write in flight, and the one that starts when it ends (serving every call made meanwhile). */
@@ -194,13 +196,12 @@ export class StateService implements OnApplicationShutdown {
 
   /**
    * One write: the changes are taken first, so a change made while it runs goes to the next one.
-   * A snapshot when one is due, the journal cannot take appends, too many ids changed for one line,
+   * A snapshot when one is due (asked for, or the journal cannot take appends), too many ids changed for one line,
    * or the journal has outgrown the snapshot; otherwise one journal line.
    */
   private async writeNow(path: string): Promise<void> {
     const taken = this.changes?.take();
-    const snapshot =
-      this.snapshotDue || !this.journalOk || taken === undefined || taken.overflowed || this.journalBytes > Math.max(this.snapshotBytes, JOURNAL_COMPACT_FLOOR);
+    const snapshot = this.snapshotDue || taken === undefined || taken.overflowed || this.journalBytes > Math.max(this.snapshotBytes, JOURNAL_COMPACT_FLOOR);
     this.snapshotDue = false;
     const owned = new Set(this.fleet.map((r) => r.slot));
     const replicaOf = (t: PinTarget): string | undefined => (owned.has(t.name) ? t.name : undefined);
@@ -215,7 +216,6 @@ export class StateService implements OnApplicationShutdown {
     } catch (e) {
       // The changes taken are not on disk, and a journal may end in a part of a line: start afresh.
       this.snapshotDue = true;
-      this.journalOk = false;
       await this.appender?.close();
       const msg = `cannot write state file ${path}: ${(e as Error).message}`;
       if (msg !== this.lastError) this.log.error({ event: 'state_write_failed', path, err: (e as Error).message }, msg);
@@ -230,8 +230,7 @@ export class StateService implements OnApplicationShutdown {
     const clock = this.affinity.clock;
     const token = newJournalToken();
     const head: StateHead = { version: STATE_VERSION, epoch: this.epoch, written_at: new Date().toISOString(), journal: token, replicas: this.fleet };
-    this.journalOk = false; // from the rename on, the old journal is not this snapshot's
-    await this.appender?.close();
+    await this.appender?.close(); // from the rename on, the old journal is not this snapshot's
     this.snapshotBytes = await writeStateFile(
       path,
       head,
@@ -243,7 +242,6 @@ export class StateService implements OnApplicationShutdown {
     );
     if (this.journalPath === undefined) return;
     this.journalBytes = await createJournal(this.journalPath, token);
-    this.journalOk = true;
   }
 
   /** One journal line for the ids changed and the replicas released since the last write. */
