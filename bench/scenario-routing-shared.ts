@@ -9,7 +9,7 @@ import { parseProm } from '../test/support/prom.js';
 import { simRequest, type SimProcess } from '../test/support/sim-process.js';
 import { startRouter, type BenchRouter } from './processes.js';
 import type { BenchContext, TargetCheck } from './scenario.js';
-import { fmt } from './stats.js';
+import { countsText, fmt } from './stats.js';
 
 /** The policy label of the two-router row. */
 export const SHARED_ROW = 'affinity, 2 routers + Redis';
@@ -112,10 +112,7 @@ export function sharedNote(
   sessions: number,
 ): string {
   if (missing !== null) return `Row "${SHARED_ROW}" ${missing.crashed ? 'failed' : 'skipped'}: ${missing.reason}.`;
-  const seen = Object.entries(decisions ?? {})
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ');
+  const seen = countsText(decisions ?? {});
   return (
     `Row "${SHARED_ROW}" (issue 8): a real redis-server, fresh simulators, and two router processes with the same config and \`--routing-policy affinity --redis-url\`; the same workload (same seed) ` +
     `with turn k of every conversation sent to router k % 2 — the worst case for affinity, since every turn arrives at the router that did not route the previous one and must find the pin in Redis. ` +

@@ -21,7 +21,7 @@ import {
   type SharedMissing,
 } from './scenario-routing-shared.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
-import { fmt, round, roundSummary, summarize, type Summary } from './stats.js';
+import { fmt, perReplicaText, round, roundSummary, summarize, type Summary } from './stats.js';
 import { CHAT_PATH } from './workload.js';
 
 /** The routing policies compared (the router's `--routing-policy`). */
@@ -249,9 +249,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
           fmt(r.simTtftP99Ms, 1),
           fmt(r.client.mean, 1),
           fmt(r.client.p99, 1),
-          Object.entries(r.perReplica)
-            .map(([k, v]) => `${k}:${v}`)
-            .join(' '),
+          perReplicaText(r.perReplica),
           String(r.splitSessions),
         ]),
       },

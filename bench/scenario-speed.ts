@@ -13,7 +13,7 @@ import { ROUTING_SIM_ARGS } from './scenario-routing.js';
 import type { BenchContext, Scenario, ScenarioResult } from './scenario.js';
 import { oracleHitRate } from './prefix-workload.js';
 import { driveStreams } from './speed-drive.js';
-import { fmt, round, roundSummary, summarize, type Summary } from './stats.js';
+import { countsText, fmt, perReplicaText, round, roundSummary, summarize, type Summary } from './stats.js';
 import { simCacheTotals } from './sim-cache-totals.js';
 
 const SLOWDOWN = 4;
@@ -98,15 +98,6 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   for (const r of ROWS) rows.push(await runRow(ctx, r.row, r.config, spec));
   const base = rows[0];
   const judged = rows.filter((r) => r !== base && r.row.startsWith('speed-aware'));
-  const perReplica = (r: SpeedRow): string =>
-    Object.entries(r.perReplica)
-      .map(([k, v]) => `${k}:${v}`)
-      .join(' ');
-  const decisions = (r: SpeedRow): string =>
-    Object.entries(r.decisions)
-      .sort((a, b) => b[1] - a[1])
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ');
   return {
     id: 'v-speed',
     title: 'Speed-aware load: one replica 4x slower (issue 15 row c)',
@@ -141,9 +132,9 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
           fmt(r.oracle, 3),
           `${fmt((r.hitRate / r.oracle) * 100, 1)}%`,
           fmt(r.simTtftP99Ms, 1),
-          perReplica(r),
+          perReplicaText(r.perReplica),
           fmt(r.slowShare, 3),
-          decisions(r),
+          countsText(r.decisions),
         ]),
       },
       {

@@ -10,7 +10,7 @@ import { NGINX_SETTINGS, startNginx } from './nginx.js';
 import { HAPROXY_SETTINGS, startHaproxy, startNodeProxy } from './reference-proxies.js';
 import { procStats, startRouter, startSims, stopSims } from './processes.js';
 import type { BenchContext, Scenario, ScenarioResult, TargetCheck } from './scenario.js';
-import { fmt, fmtDelta, round } from './stats.js';
+import { fmt, fmtDelta, perReplicaText, round } from './stats.js';
 import { CHAT_PATH, chatBodies } from './workload.js';
 
 /** Connections of the throughput run (issue 6). */
@@ -179,9 +179,7 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
       String(r.throughput.errors),
       String(r.throughput.non2xx),
       fmt(direct ? r.throughput.rps / direct.throughput.rps : NaN, 2),
-      Object.entries(r.perReplica)
-        .map(([k, v]) => `${k}:${v}`)
-        .join(' '),
+      perReplicaText(r.perReplica),
       r.rssMiB === undefined ? '' : fmt(r.rssMiB, 1),
     ]),
   };

@@ -83,3 +83,18 @@ export function seededRandom(seed: number): () => number {
 export function exponential(random: () => number, mean: number): number {
   return -Math.log(1 - random()) * mean;
 }
+
+/** Counts per replica as `v0:12 v1:9` (in the record's order). */
+export function perReplicaText(counts: Readonly<Record<string, number>>): string {
+  return Object.entries(counts)
+    .map(([k, v]) => `${k}:${v}`)
+    .join(' ');
+}
+
+/** Counts by kind as `retain 840, initialize 120`, largest first. */
+export function countsText(counts: Readonly<Record<string, number>>): string {
+  return Object.entries(counts)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+}
