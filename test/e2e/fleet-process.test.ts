@@ -9,6 +9,7 @@ import { freePortRange, pidAlive, spawnRouter, MAIN_ENTRY, type RouterProcess } 
 import { fleetEvents, pidGone, replicaState, simHost } from '../support/fleet.js';
 import { recordedPins, snapshotPins } from '../support/state-file.js';
 import { journalPathOf } from '../../src/modules/fleet/state-journal.js';
+import { parseProm } from '../support/prom.js';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
@@ -292,6 +293,18 @@ describe('router process lifecycle (SPEC §6)', () => {
     await waitFor(() => recordedPins(state).length === 9, 3_000, 'the pins flushed to the journal');
     assert.deepEqual(snapshotPins(state), [], 'the snapshot was not rewritten: the pins are in the journal only');
     assert.ok(readFileSync(journal, 'utf8').split('\n').length > 2, 'the journal has a header and at least one flush');
+    // The metrics count both kinds of write, with their time and loop hold.
+    const { samples } = parseProm((await simRequest(`${first.url}/metrics`)).body.toString('utf8'));
+    const sample = (name: string, kind: string, result?: string): number =>
+      samples.find((m) => m.name === name && m.labels['kind'] === kind && (result === undefined || m.labels['result'] === result))?.value ?? 0;
+    assert.ok(sample('affinity_router_state_writes_total', 'snapshot', 'ok') >= 2, 'the two launches were snapshots');
+    assert.ok(sample('affinity_router_state_writes_total', 'journal', 'ok') >= 1, 'the flushes were journal lines');
+    assert.equal(sample('affinity_router_state_writes_total', 'journal', 'error'), 0);
+    assert.equal(
+      sample('affinity_router_state_write_loop_hold_seconds_count', 'journal'),
+      sample('affinity_router_state_writes_total', 'journal', 'ok'),
+      'every journal write measured its loop hold',
+    );
     first.child.kill('SIGKILL');
     await first.exited();
 

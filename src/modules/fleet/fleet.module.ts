@@ -28,6 +28,6 @@ import { StateService } from './state.service.js';
     AutoscaleView,
     AutoscalerService,
   ],
-  exports: [FleetService, AutoscalerService],
+  exports: [FleetService, AutoscalerService, StateService],
 })
 export class FleetModule {}

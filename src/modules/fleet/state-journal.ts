@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { constants, readFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ConfigProblem } from '../../config/config-error.js';
 import { isPlainObject } from '../../config/config.rules.js';
+import { LoopHold } from './loop-hold.js';
 import { replaceFile, writeAll, type FleetState, type StatePin } from './state-file.js';
 
 /**
@@ -43,12 +43,14 @@ export interface TakenChanges<T> {
  * The journal line (with its newline) recording `changes`, or undefined when there is nothing to
  * record. Each id is recorded as it is now: `set` when `liveReplica` names the replica it is pinned
  * to (one this router records), otherwise `del`. Encoded a slice at a time with a turn of the event
- * loop between slices; an id that changes meanwhile is in the next flush's changes, whose line wins.
+ * loop between slices (measured by `hold`); an id that changes meanwhile is in the next flush's changes,
+ * whose line wins.
  */
 export async function encodeJournalLine<T>(
   changes: TakenChanges<T>,
   released: (target: T) => string,
   liveReplica: (id: string) => string | undefined,
+  hold = new LoopHold(),
 ): Promise<Buffer | undefined> {
   const rel = [...changes.released].map((t) => JSON.stringify(released(t)));
   const set: string[] = [];
@@ -63,13 +65,15 @@ export async function encodeJournalLine<T>(
       if (q === undefined) quoted.set(replica, (q = JSON.stringify(replica)));
       set.push(`[${JSON.stringify(id)},${q}]`);
     }
-    if (++n % SLICE_IDS === 0) await nextTurn();
+    if (++n % SLICE_IDS === 0) await hold.turn();
   }
   const parts: string[] = [];
   if (rel.length > 0) parts.push(`"release":[${rel.join(',')}]`);
   if (set.length > 0) parts.push(`"set":[${set.join(',')}]`);
   if (del.length > 0) parts.push(`"del":[${del.join(',')}]`);
-  return parts.length === 0 ? undefined : Buffer.from(`{${parts.join(',')}}\n`);
+  const line = parts.length === 0 ? undefined : Buffer.from(`{${parts.join(',')}}\n`);
+  hold.pause();
+  return line;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PinPass, PinTarget } from '../affinity/session-directory.js';
+import { LoopHold } from './loop-hold.js';
 
 /** Slots looked at per slice before the event loop gets a turn (~0.2 ms of encoding on a 2-core VM). */
 export const SLICE_SLOTS = 2_048;
@@ -81,12 +81,15 @@ export class PinEncoder {
  * with a turn of the event loop between slices (or a write: the consumer awaits each chunk's write
  * before asking for the next, so one buffer serves every chunk). `replicaOf` names the replica a
  * target's pins are recorded under, or undefined to leave them out (replicas this router does not own).
+ * `hold` measures the slices (the stretches between the consumer's writes are the consumer's).
  */
 export async function* pinChunks<T extends PinTarget>(
   openPass: () => PinPass<T>,
   now: () => number,
   replicaOf: (target: T) => string | undefined,
+  hold = new LoopHold(),
 ): AsyncGenerator<Buffer> {
+  hold.resume();
   const enc = new PinEncoder();
   const tails = new Map<T, Buffer | null>();
   let full = false;
@@ -114,11 +117,19 @@ export async function* pinChunks<T extends PinTarget>(
       // A full chunk stopped the slice: its write gives the loop its turn; otherwise yield one.
       if (full) {
         full = false;
-        yield enc.take();
-      } else await nextTurn();
+        yield* handOver(enc.take(), hold);
+      } else await hold.turn();
     }
-    if (!enc.empty) yield enc.take();
+    if (!enc.empty) yield* handOver(enc.take(), hold);
+    hold.pause();
   } finally {
     pass.close();
   }
+}
+
+/** Yields one chunk: the writer gives up the loop while the consumer writes it. */
+function* handOver(chunk: Buffer, hold: LoopHold): Generator<Buffer> {
+  hold.pause();
+  yield chunk;
+  hold.resume();
 }

@@ -15,6 +15,7 @@ import type { RedisService } from '../cluster/redis.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import type { FleetState, StateReplica } from './state-file.js';
 import { StateService } from './state.service.js';
+import type { StateWrite } from './loop-hold.js';
 import { JOURNAL_LINE_MAX_IDS, journalPathOf } from './state-journal.js';
 import type { ConfigError } from '../../config/config-error.js';
 
@@ -263,6 +264,31 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
     } finally {
       await s.svc.onApplicationShutdown();
     }
+  });
+
+  it('tells its write listeners (the metrics) each write: kind, result, time, and how long it held the event loop', async () => {
+    const s = setup(MANY);
+    const writes: StateWrite[] = [];
+    s.svc.onWrite((w) => writes.push(w));
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.settled();
+    rmSync(journalPathOf(s.path));
+    s.svc.startPinFlush();
+    try {
+      s.directory.pin('after-rm', s.targets.a, s.clock.now());
+      await until(() => writes.length >= 3, 'a failed append and the snapshot after it', 5_000);
+      s.directory.pin('later', s.targets.a, s.clock.now());
+      await until(() => writes.length >= 4, 'a journal line', 5_000);
+    } finally {
+      await s.svc.onApplicationShutdown();
+    }
+    assert.deepEqual(
+      writes.map((w) => `${w.kind}:${w.ok ? 'ok' : 'error'}`),
+      ['snapshot:ok', 'journal:error', 'snapshot:ok', 'journal:ok'],
+    );
+    const [first] = writes;
+    // 200,000 pins go out in many slices with the loop free between them: no slice is the whole write.
+    assert.ok(first.loopHoldSeconds > 0 && first.loopHoldSeconds < first.seconds / 2, `hold ${first.loopHoldSeconds} s of a ${first.seconds} s write`);
   });
 
   it('load(): a corrupt journal line stops the start naming <file>:<line>; another snapshot’s journal is ignored with a warning', async () => {

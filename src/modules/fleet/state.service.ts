@@ -22,6 +22,7 @@ import {
   readJournal,
   type TakenChanges,
 } from './state-journal.js';
+import { LoopHold, type StateWrite } from './loop-hold.js';
 import { pinChunks } from './state-pins.js';
 
 /** How often changed session pins are flushed (SPEC §6: at most 1 s after they change). */
@@ -60,6 +61,7 @@ export class StateService implements OnApplicationShutdown {
   private queued: Promise<void> | undefined;
   private lastError: string | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
+  private readonly writeListeners: Array<(w: StateWrite) => void> = [];
 
   constructor(
     private readonly config: RouterConfig,
@@ -79,6 +81,16 @@ export class StateService implements OnApplicationShutdown {
   /** Fleet changes are recorded somewhere (a state file, or Redis for the other routers). */
   get enabled(): boolean {
     return this.path !== undefined || this.redis.enabled;
+  }
+
+  /** A `--state-file` is written (not only Redis). */
+  get writesFile(): boolean {
+    return this.path !== undefined;
+  }
+
+  /** Called after every write of the state file or its journal that was tried. */
+  onWrite(l: (w: StateWrite) => void): void {
+    this.writeListeners.push(l);
   }
 
   /** The fleet the current leader recorded in Redis, if any. */
@@ -205,9 +217,12 @@ export class StateService implements OnApplicationShutdown {
     this.snapshotDue = false;
     const owned = new Set(this.fleet.map((r) => r.slot));
     const replicaOf = (t: PinTarget): string | undefined => (owned.has(t.name) ? t.name : undefined);
+    const hold = new LoopHold();
+    const done = (ok: boolean): void => this.writeListeners.forEach((l) => l(hold.written(snapshot ? 'snapshot' : 'journal', ok)));
     try {
-      if (snapshot) await this.snapshot(path, replicaOf);
-      else await this.append(taken, replicaOf);
+      if (snapshot) await this.snapshot(path, replicaOf, hold);
+      else if (!(await this.append(taken, replicaOf, hold))) return;
+      done(true);
       if (this.lastError !== undefined) {
         this.log.info({ event: 'state_write_recovered', path }, `state file ${path} is written again`);
         this.lastError = undefined;
@@ -221,11 +236,12 @@ export class StateService implements OnApplicationShutdown {
       if (msg !== this.lastError) this.log.error({ event: 'state_write_failed', path, err: (e as Error).message }, msg);
       this.lastError = msg;
       this.lifecycle.degrade('state_file', msg);
+      done(false);
     }
   }
 
   /** Compaction: the full snapshot under a new token, then a fresh journal for it. */
-  private async snapshot(path: string, replicaOf: (t: PinTarget) => string | undefined): Promise<void> {
+  private async snapshot(path: string, replicaOf: (t: PinTarget) => string | undefined, hold: LoopHold): Promise<void> {
     const dir = this.affinity.directory;
     const clock = this.affinity.clock;
     const token = newJournalToken();
@@ -238,14 +254,15 @@ export class StateService implements OnApplicationShutdown {
         () => dir.openPass(),
         () => clock.now(),
         replicaOf,
+        hold,
       ),
     );
     if (this.journalPath === undefined) return;
     this.journalBytes = await createJournal(this.journalPath, token);
   }
 
-  /** One journal line for the ids changed and the replicas released since the last write. */
-  private async append(taken: TakenChanges<Replica>, replicaOf: (t: PinTarget) => string | undefined): Promise<void> {
+  /** One journal line for the ids changed and the replicas released since the last write; false when there was nothing to write. */
+  private async append(taken: TakenChanges<Replica>, replicaOf: (t: PinTarget) => string | undefined, hold: LoopHold): Promise<boolean> {
     const dir = this.affinity.directory;
     const now = this.affinity.clock.now();
     const line = await encodeJournalLine(
@@ -255,10 +272,12 @@ export class StateService implements OnApplicationShutdown {
         const p = dir.lookup(id, now);
         return p.status === 'live' ? replicaOf(p.target) : undefined;
       },
+      hold,
     );
-    if (line === undefined || this.appender === undefined) return;
+    if (line === undefined || this.appender === undefined) return false;
     await this.appender.append(line);
     this.journalBytes += line.length;
+    return true;
   }
 
   /** Stops the flush timer and lets a write in progress finish (the drain step wrote the last one). */

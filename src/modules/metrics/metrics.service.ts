@@ -14,8 +14,10 @@ import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
 import { routeLabel } from './route-label.js';
 import { monotonic, registerFleetMetrics } from './fleet-metrics.js';
+import { registerStateMetrics } from './state-metrics.js';
 import { registerAutoscaleMetrics } from './autoscale-metrics.js';
 import { AutoscalerService } from '../fleet/autoscaler.service.js';
+import { StateService } from '../fleet/state.service.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
 import { registerSpeedMetrics } from './speed-metrics.js';
 import { modelLabel, registerModelMetrics } from './model-metrics.js';
@@ -56,6 +58,7 @@ export class MetricsService {
     leader: LeaderService,
     internalErrors: InternalErrors,
     autoscaler: AutoscalerService,
+    state: StateService,
   ) {
     const reg = this.registry;
     const registry = replicas;
@@ -212,6 +215,7 @@ export class MetricsService {
 
     registerFleetMetrics(reg, P, fleet, redis, leader);
     registerAutoscaleMetrics(reg, P, autoscaler);
+    registerStateMetrics(reg, P, state);
     registerModelMetrics(reg, P, replicas);
 
     observer.onArrival(() => this.received.inc());
