@@ -61,6 +61,8 @@ export interface OpenLoopResult {
   /** Completed 2xx per second of wall time (first send to last answer). */
   achievedRate: number;
   latency: Summary;
+  /** Every 2xx request's latency, in the order they ended. */
+  latencies: number[];
   /** How late sends left compared with the schedule. */
   lag: Summary;
 }
@@ -115,6 +117,7 @@ export async function runOpenLoop(spec: OpenLoopSpec): Promise<OpenLoopResult> {
     errors,
     achievedRate: lastEnd > t0 ? ok / ((lastEnd - t0) / 1000) : 0,
     latency: summarize(latencies),
+    latencies,
     lag: summarize(lags),
   };
 }

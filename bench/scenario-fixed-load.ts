@@ -126,7 +126,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     data: {
       rate: plan.fixedRate,
       durationS: plan.fixedLoadS,
-      rows: rows.map(({ target, result: r }) => ({ target, ...r, latency: roundSummary(r.latency), lag: roundSummary(r.lag) })),
+      rows: rows.map(({ target, result: { latencies: _raw, ...r } }) => ({ target, ...r, latency: roundSummary(r.latency), lag: roundSummary(r.lag) })),
     },
   };
 }

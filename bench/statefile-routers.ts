@@ -4,8 +4,8 @@
  * and what the scenario reads from them (admin API, /metrics).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { closeSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { simHost } from '../test/support/fleet.js';
 import { parseProm } from '../test/support/prom.js';
@@ -13,6 +13,8 @@ import { freePortRange } from '../test/support/router-process.js';
 import { freePort, simRequest } from '../test/support/sim-process.js';
 import { MAIN_ENTRY } from './bench-options.js';
 import { answers, stopChild, track, waitUntil } from './processes.js';
+import type { LoopHold } from './loop-probe.js';
+import { JOURNAL_SUFFIX } from '../src/modules/fleet/state-journal.js';
 import type { BenchContext } from './scenario.js';
 import { fmt, seededRandom } from './stats.js';
 import { CHAT_PATH, chatBodies, hexId } from './workload.js';
@@ -76,21 +78,30 @@ export async function replicaPid(url: string): Promise<number | undefined> {
   return doc.replicas[0]?.pid ?? undefined;
 }
 
+/** What the router's 1 ms loop monitor (loop-probe.ts) saw since it was last read. */
+export interface LoopSample {
+  readonly seq: number;
+  readonly maxMs: number;
+  readonly p99Ms: number;
+  /** Holds of 3 ms or more: [start, ms since the epoch; length ms]. */
+  readonly holds: ReadonlyArray<LoopHold>;
+}
+
 /**
  * The router's 1 ms event-loop monitor since the previous call (loop-probe.ts): signal it, then
  * wait for its answer file to show the next sequence number.
  */
-export async function loopSample(router: Router): Promise<{ maxMs: number; p99Ms: number }> {
-  const read = (): { seq: number; maxMs: number; p99Ms: number } | undefined => {
+export async function loopSample(router: Router): Promise<LoopSample> {
+  const read = (): LoopSample | undefined => {
     try {
-      return JSON.parse(readFileSync(router.loopFile, 'utf8')) as { seq: number; maxMs: number; p99Ms: number };
+      return JSON.parse(readFileSync(router.loopFile, 'utf8')) as LoopSample;
     } catch {
       return undefined;
     }
   };
   const seq = read()?.seq ?? 0;
   router.child.kill('SIGUSR2');
-  let got: { seq: number; maxMs: number; p99Ms: number } | undefined;
+  let got: LoopSample | undefined;
   await waitUntil(
     () => {
       got = read();
@@ -99,19 +110,50 @@ export async function loopSample(router: Router): Promise<{ maxMs: number; p99Ms
     10_000,
     `the loop monitor of ${router.url} to answer`,
   );
-  return { maxMs: got?.maxMs ?? NaN, p99Ms: got?.p99Ms ?? NaN };
+  return got ?? { seq, maxMs: NaN, p99Ms: NaN, holds: [] };
 }
 
-/** Event-loop lag since the previous scrape (prom-client resets its histogram on every scrape), and CPU seconds used so far. */
-export async function scrape(url: string): Promise<{ lagMaxMs: number; lagP99Ms: number; cpuS: number }> {
+/** A router's /metrics as scenario (s) reads it. */
+export interface Scrape {
+  /** Event-loop lag since the previous scrape (prom-client resets its histogram on every scrape). */
+  lagMaxMs: number;
+  lagP99Ms: number;
+  /** CPU seconds used so far. */
+  cpuS: number;
+  /** Writes of the state file so far that measured their loop hold, and how many held it at most `le` seconds, by `le`. */
+  holds: { count: number; le: Map<number, number> };
+  /** Garbage collections so far: major ones, and the pause of all kinds (ms). */
+  majorGcs: number;
+  gcPauseMs: number;
+  heapUsedMiB: number;
+  /** Full snapshots of the state file written so far, and writes that failed. */
+  snapshotsOk: number;
+  writeErrors: number;
+}
+
+/** Reads `url`'s /metrics: lag, CPU, and the loop holds of its state-file writes (`affinity_router_state_write_loop_hold_seconds`). */
+export async function scrape(url: string): Promise<Scrape> {
   // Generous: a router whose loop a synchronous write holds (the code before issue 13 item 4) answers late.
   const r = await simRequest(`${url}/metrics`, { timeoutMs: 300_000 });
   const { samples } = parseProm(r.body.toString('utf8'));
   const get = (name: string): number => samples.find((s) => s.name === name)?.value ?? NaN;
+  const le = new Map<number, number>();
+  let count = 0;
+  for (const m of samples) {
+    if (m.name === 'affinity_router_state_write_loop_hold_seconds_bucket') le.set(Number(m.labels['le']), (le.get(Number(m.labels['le'])) ?? 0) + m.value);
+    if (m.name === 'affinity_router_state_write_loop_hold_seconds_count') count += m.value;
+  }
   return {
     lagMaxMs: get('nodejs_eventloop_lag_max_seconds') * 1000,
     lagP99Ms: get('nodejs_eventloop_lag_p99_seconds') * 1000,
     cpuS: get('process_cpu_seconds_total'),
+    holds: { count, le },
+    majorGcs: samples.find((m) => m.name === 'nodejs_gc_duration_seconds_count' && m.labels['kind'] === 'major')?.value ?? NaN,
+    heapUsedMiB: get('nodejs_heap_size_used_bytes') / 2 ** 20,
+    writeErrors: samples.filter((m) => m.name === 'affinity_router_state_writes_total' && m.labels['result'] === 'error').reduce((a, m) => a + m.value, 0),
+    snapshotsOk:
+      samples.find((m) => m.name === 'affinity_router_state_writes_total' && m.labels['kind'] === 'snapshot' && m.labels['result'] === 'ok')?.value ?? 0,
+    gcPauseMs: samples.filter((m) => m.name === 'nodejs_gc_duration_seconds_sum').reduce((a, m) => a + m.value * 1000, 0),
   };
 }
 
@@ -178,4 +220,70 @@ export async function adoptedRouter(
   const router = await startRouter(config, [...flags, '--state-file', stateFile]);
   ctx.log(`s: a router adopted its replica and ${n} pins from ${stateFile} in ${fmt((performance.now() - t0) / 1000, 1)} s`);
   return { router, stateFile };
+}
+
+/**
+ * The bound on the longest loop hold of the state-file writes between two scrapes: the smallest
+ * bucket bound that every write in between is under (Infinity past the last bound, NaN without writes).
+ */
+export function writeHoldBoundMs(before: Scrape, after: Scrape): number {
+  const writes = after.holds.count - before.holds.count;
+  if (writes <= 0) return NaN;
+  const bounds = [...after.holds.le.keys()].sort((a, b) => a - b);
+  const bound = bounds.find((le) => (after.holds.le.get(le) ?? 0) - (before.holds.le.get(le) ?? 0) >= writes);
+  return bound === undefined ? NaN : bound * 1000;
+}
+
+/**
+ * Makes a router's state directory unwritable and writable again, so one router is its own control
+ * (the same heap, the same pins, the same history of collections). Unwritable: the directory is
+ * moved aside and a plain file takes its name, and the journal (which the router holds open) is
+ * removed, so its next append fails and every write after it is a snapshot that fails at its first
+ * step (mkdir) before looking at a pin. Writable again: the directory is put back, and the router's
+ * next write (within a second, load or not) is a full snapshot with a fresh journal.
+ */
+export class WriteSwitch {
+  private readonly dir: string;
+  private writable = true;
+  /** Switches made: each sends a request with a session of its own. */
+  private switches = 0;
+
+  constructor(
+    private readonly router: Router,
+    private readonly stateFile: string,
+  ) {
+    this.dir = dirname(stateFile);
+  }
+
+  /**
+   * Turns writing on or off, and resolves once the router has made its next write: off, a failed
+   * one; on, its snapshot. Both ways wait alike (up to a second, with no load), so neither row's
+   * windows follow a pause the other's do not. Resolves to the longest loop hold of that snapshot (ms).
+   */
+  async set(on: boolean): Promise<number | undefined> {
+    if (on === this.writable) return undefined;
+    const moved = `${this.dir}.moved`;
+    this.writable = on;
+    const before = await scrape(this.router.url);
+    if (on) {
+      rmSync(this.dir);
+      renameSync(moved, this.dir);
+    } else {
+      renameSync(this.dir, moved);
+      writeFileSync(this.dir, 'not a directory');
+      rmSync(join(moved, basename(this.stateFile) + JOURNAL_SUFFIX), { force: true });
+      // The next append, and so its failure, needs a changed pin: a new session makes one.
+      await simRequest(`${this.router.url}${CHAT_PATH}`, { method: 'POST', body: Buffer.from(chatBodies(1, 256, 1000 + ++this.switches)[0] ?? '') });
+    }
+    let after = before;
+    await waitUntil(
+      async () => {
+        after = await scrape(this.router.url);
+        return on ? after.snapshotsOk > before.snapshotsOk : after.writeErrors > before.writeErrors;
+      },
+      60_000,
+      `${this.router.url} to ${on ? 'write its state file again' : 'fail to write its state file'}`,
+    );
+    return on ? writeHoldBoundMs(before, after) : undefined;
+  }
 }
