@@ -249,14 +249,19 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
     }
   });
 
-  it('a failed append (the journal removed under it) is logged, and the next write is a snapshot with a new journal', async () => {
-    const s = setup(2);
+  /** A snapshot, then its journal removed under the writer and a pin changed: the next append fails. */
+  async function failNextAppend(s: ReturnType<typeof setup>): Promise<void> {
     s.svc.saveFleet([replica('h-a')]);
     await s.svc.settled();
     rmSync(journalPathOf(s.path));
     s.svc.startPinFlush();
+    s.directory.pin('after-rm', s.targets.a, s.clock.now());
+  }
+
+  it('a failed append (the journal removed under it) is logged, and the next write is a snapshot with a new journal', async () => {
+    const s = setup(2);
     try {
-      s.directory.pin('after-rm', s.targets.a, s.clock.now());
+      await failNextAppend(s);
       await until(() => s.logs.some((l) => l['event'] === 'state_write_failed'), 'the failed append', 5_000);
       await until(() => s.logs.some((l) => l['event'] === 'state_write_recovered'), 'the snapshot after it', 5_000);
       assert.equal(s.file().sessions.length, 3);
@@ -270,12 +275,8 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
     const s = setup(MANY);
     const writes: StateWrite[] = [];
     s.svc.onWrite((w) => writes.push(w));
-    s.svc.saveFleet([replica('h-a')]);
-    await s.svc.settled();
-    rmSync(journalPathOf(s.path));
-    s.svc.startPinFlush();
     try {
-      s.directory.pin('after-rm', s.targets.a, s.clock.now());
+      await failNextAppend(s);
       await until(() => writes.length >= 3, 'a failed append and the snapshot after it', 5_000);
       s.directory.pin('later', s.targets.a, s.clock.now());
       await until(() => writes.length >= 4, 'a journal line', 5_000);
