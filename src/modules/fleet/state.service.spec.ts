@@ -292,6 +292,27 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
     assert.ok(first.loopHoldSeconds > 0 && first.loopHoldSeconds < first.seconds / 2, `hold ${first.loopHoldSeconds} s of a ${first.seconds} s write`);
   });
 
+  it('a write listener that throws does not make the write a failure: the line stays appended, the next write is a line too', async () => {
+    const s = setup(2);
+    s.svc.onWrite(() => {
+      throw new Error('listener bug');
+    });
+    s.svc.saveFleet([replica('h-a')]);
+    await s.svc.settled();
+    s.svc.startPinFlush();
+    try {
+      s.directory.pin('first', s.targets.a, s.clock.now());
+      await until(() => journal(s).length === 2, 'the first line', 5_000);
+      s.directory.pin('second', s.targets.a, s.clock.now());
+      await until(() => journal(s).length === 3, 'the second line, appended to the same journal', 5_000);
+    } finally {
+      await s.svc.onApplicationShutdown();
+    }
+    assert.equal(s.file().sessions.length, 2, 'no snapshot took the pins in');
+    assert.ok(!s.logs.some((l) => l['event'] === 'state_write_failed'));
+    assert.ok(s.logs.some((l) => l['msg'] === 'state write listener failed'));
+  });
+
   it('load(): a corrupt journal line stops the start naming <file>:<line>; another snapshot’s journal is ignored with a warning', async () => {
     const s = setup(2);
     s.svc.saveFleet([replica('h-a')]);

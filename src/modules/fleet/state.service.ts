@@ -218,11 +218,10 @@ export class StateService implements OnApplicationShutdown {
     const owned = new Set(this.fleet.map((r) => r.slot));
     const replicaOf = (t: PinTarget): string | undefined => (owned.has(t.name) ? t.name : undefined);
     const hold = new LoopHold();
-    const done = (ok: boolean): void => this.writeListeners.forEach((l) => l(hold.written(snapshot ? 'snapshot' : 'journal', ok)));
+    let ok = true;
     try {
       if (snapshot) await this.snapshot(path, replicaOf, hold);
       else if (!(await this.append(taken, replicaOf, hold))) return;
-      done(true);
       if (this.lastError !== undefined) {
         this.log.info({ event: 'state_write_recovered', path }, `state file ${path} is written again`);
         this.lastError = undefined;
@@ -236,7 +235,16 @@ export class StateService implements OnApplicationShutdown {
       if (msg !== this.lastError) this.log.error({ event: 'state_write_failed', path, err: (e as Error).message }, msg);
       this.lastError = msg;
       this.lifecycle.degrade('state_file', msg);
-      done(false);
+      ok = false;
+    }
+    // After the write is settled: a listener that throws must not turn a written line into a failed write.
+    const w = hold.written(snapshot ? 'snapshot' : 'journal', ok);
+    for (const l of this.writeListeners) {
+      try {
+        l(w);
+      } catch (e) {
+        this.log.error({ err: e }, 'state write listener failed');
+      }
     }
   }
 
