@@ -8,13 +8,13 @@ import { closeSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, w
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { simHost } from '../test/support/fleet.js';
-import { parseProm } from '../test/support/prom.js';
+import { parseProm, sum } from '../test/support/prom.js';
 import { freePortRange } from '../test/support/router-process.js';
 import { freePort, simRequest } from '../test/support/sim-process.js';
 import { MAIN_ENTRY } from './bench-options.js';
 import { answers, stopChild, track, waitUntil } from './processes.js';
 import type { LoopHold } from './loop-probe.js';
-import { JOURNAL_SUFFIX } from '../src/modules/fleet/state-journal.js';
+import { journalPathOf } from '../src/modules/fleet/state-journal.js';
 import type { BenchContext } from './scenario.js';
 import { fmt, seededRandom } from './stats.js';
 import { CHAT_PATH, chatBodies, hexId } from './workload.js';
@@ -138,22 +138,19 @@ export async function scrape(url: string): Promise<Scrape> {
   const { samples } = parseProm(r.body.toString('utf8'));
   const get = (name: string): number => samples.find((s) => s.name === name)?.value ?? NaN;
   const le = new Map<number, number>();
-  let count = 0;
   for (const m of samples) {
     if (m.name === 'affinity_router_state_write_loop_hold_seconds_bucket') le.set(Number(m.labels['le']), (le.get(Number(m.labels['le'])) ?? 0) + m.value);
-    if (m.name === 'affinity_router_state_write_loop_hold_seconds_count') count += m.value;
   }
   return {
     lagMaxMs: get('nodejs_eventloop_lag_max_seconds') * 1000,
     lagP99Ms: get('nodejs_eventloop_lag_p99_seconds') * 1000,
     cpuS: get('process_cpu_seconds_total'),
-    holds: { count, le },
-    majorGcs: samples.find((m) => m.name === 'nodejs_gc_duration_seconds_count' && m.labels['kind'] === 'major')?.value ?? NaN,
+    holds: { count: sum(samples, 'affinity_router_state_write_loop_hold_seconds_count'), le },
+    majorGcs: sum(samples, 'nodejs_gc_duration_seconds_count', { kind: 'major' }),
     heapUsedMiB: get('nodejs_heap_size_used_bytes') / 2 ** 20,
-    writeErrors: samples.filter((m) => m.name === 'affinity_router_state_writes_total' && m.labels['result'] === 'error').reduce((a, m) => a + m.value, 0),
-    snapshotsOk:
-      samples.find((m) => m.name === 'affinity_router_state_writes_total' && m.labels['kind'] === 'snapshot' && m.labels['result'] === 'ok')?.value ?? 0,
-    gcPauseMs: samples.filter((m) => m.name === 'nodejs_gc_duration_seconds_sum').reduce((a, m) => a + m.value * 1000, 0),
+    writeErrors: sum(samples, 'affinity_router_state_writes_total', { result: 'error' }),
+    snapshotsOk: sum(samples, 'affinity_router_state_writes_total', { kind: 'snapshot', result: 'ok' }),
+    gcPauseMs: sum(samples, 'nodejs_gc_duration_seconds_sum') * 1000,
   };
 }
 
@@ -271,7 +268,7 @@ export class WriteSwitch {
     } else {
       renameSync(this.dir, moved);
       writeFileSync(this.dir, 'not a directory');
-      rmSync(join(moved, basename(this.stateFile) + JOURNAL_SUFFIX), { force: true });
+      rmSync(journalPathOf(join(moved, basename(this.stateFile))), { force: true });
       // The next append, and so its failure, needs a changed pin: a new session makes one.
       await simRequest(`${this.router.url}${CHAT_PATH}`, { method: 'POST', body: Buffer.from(chatBodies(1, 256, 1000 + ++this.switches)[0] ?? '') });
     }

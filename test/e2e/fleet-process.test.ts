@@ -9,7 +9,7 @@ import { freePortRange, pidAlive, spawnRouter, MAIN_ENTRY, type RouterProcess } 
 import { fleetEvents, pidGone, replicaState, simHost } from '../support/fleet.js';
 import { recordedPins, snapshotPins } from '../support/state-file.js';
 import { journalPathOf } from '../../src/modules/fleet/state-journal.js';
-import { parseProm } from '../support/prom.js';
+import { parseProm, sum } from '../support/prom.js';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
@@ -306,8 +306,7 @@ describe('router process lifecycle (SPEC §6)', () => {
     assert.ok(readFileSync(journal, 'utf8').split('\n').length > 2, 'the journal has a header and at least one flush');
     // The metrics count both kinds of write, with their time and loop hold.
     const { samples } = parseProm((await simRequest(`${first.url}/metrics`)).body.toString('utf8'));
-    const sample = (name: string, kind: string, result?: string): number =>
-      samples.find((m) => m.name === name && m.labels['kind'] === kind && (result === undefined || m.labels['result'] === result))?.value ?? 0;
+    const sample = (name: string, kind: string, result?: string): number => sum(samples, name, result === undefined ? { kind } : { kind, result });
     assert.ok(sample('affinity_router_state_writes_total', 'snapshot', 'ok') >= 2, 'the two launches were snapshots');
     assert.ok(sample('affinity_router_state_writes_total', 'journal', 'ok') >= 1, 'the flushes were journal lines');
     assert.equal(sample('affinity_router_state_writes_total', 'journal', 'error'), 0);

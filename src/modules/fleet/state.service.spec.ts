@@ -64,6 +64,13 @@ function setup(pins: number, path = join(mkdtempSync(join(tmpdir(), 'ar-statesvc
   return { svc, path, directory, clock, targets, logs, lifecycle, tmpLeft, midWrite, file };
 }
 
+/** A snapshot of one replica's fleet on disk, then the 1 s pin flush running (stopped by onApplicationShutdown). */
+async function startFlushing(s: ReturnType<typeof setup>): Promise<void> {
+  s.svc.saveFleet([replica('h-a')]);
+  await s.svc.settled();
+  s.svc.startPinFlush();
+}
+
 /** Polls (a turn of the event loop at a time) until `cond` holds; fails after `ms`. */
 async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
   const deadline = performance.now() + ms;
@@ -219,9 +226,7 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
 
   it('writes a snapshot instead of a journal line when more ids changed than a line may carry', async () => {
     const s = setup(1, undefined, 100_000);
-    s.svc.saveFleet([replica('h-a')]);
-    await s.svc.settled();
-    s.svc.startPinFlush();
+    await startFlushing(s);
     try {
       for (let i = 0; i <= JOURNAL_LINE_MAX_IDS; i++) s.directory.pin(`burst-${i}`, s.targets.a, s.clock.now());
       await until(() => s.file().sessions.length === JOURNAL_LINE_MAX_IDS + 2, 'the snapshot with the burst', 5_000);
@@ -234,9 +239,7 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
 
   it('compacts once the journal outgrows the snapshot (and 1 MiB)', async () => {
     const s = setup(1, undefined, 100_000);
-    s.svc.saveFleet([replica('h-a')]);
-    await s.svc.settled();
-    s.svc.startPinFlush();
+    await startFlushing(s);
     try {
       // ~40,000 ids of ~30 bytes: one line past 1 MiB, below the per-line limit
       for (let i = 0; i < 40_000; i++) s.directory.pin(`a-long-enough-session-id-${i}`, s.targets.a, s.clock.now());
@@ -251,10 +254,8 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
 
   /** A snapshot, then its journal removed under the writer and a pin changed: the next append fails. */
   async function failNextAppend(s: ReturnType<typeof setup>): Promise<void> {
-    s.svc.saveFleet([replica('h-a')]);
-    await s.svc.settled();
+    await startFlushing(s);
     rmSync(journalPathOf(s.path));
-    s.svc.startPinFlush();
     s.directory.pin('after-rm', s.targets.a, s.clock.now());
   }
 
