@@ -152,7 +152,7 @@ export class SimExchange {
       const hit = this.rt.cache.admit(tokens);
       const { ttftBaseMs, prefillMsPerToken, itlMs } = this.rt.timing;
       const prefill = ttftBaseMs + prefillMsPerToken * (hit.promptTokens - hit.cachedTokens);
-      this.rt.stats.onPrefill(hit.promptTokens, hit.cachedTokens, queued + prefill);
+      this.rt.stats.onPrefill(hit.promptTokens, hit.cachedTokens, queued + prefill, this.req.headers['x-router-warm'] === '1');
       const usage = usageOf(hit.promptTokens, hit.cachedTokens, out.count);
       const finish = out.explicit ? 'length' : 'stop';
       if (stream) {

@@ -39,7 +39,11 @@ export interface SimStats {
   by_path: Record<string, number>;
   /** Counts by `x-session-id` request header, the 10,000 most recent ids. */
   by_session: Record<string, number>;
-  cache: { prompt_tokens: number; cached_tokens: number; hit_rate: number };
+  /**
+   * The KV model's totals over client requests; `warm`: over the requests a router sent to prefill
+   * the cache (`x-router-warm: 1`, warm hand-off), which no client waits for.
+   */
+  cache: { prompt_tokens: number; cached_tokens: number; hit_rate: number; warm: { requests: number; prompt_tokens: number; cached_tokens: number } };
   /** The simulator's own TTFT model (queue wait + base + prefill of uncached tokens). */
   ttft_ms: { count: number; mean: number; p99: number };
   last_request: SimLastRequest | null;
@@ -73,6 +77,7 @@ export class SimStatsRecorder {
   private readonly bySession = new Map<string, number>();
   private promptTokens = 0;
   private cachedTokens = 0;
+  private readonly warm = { requests: 0, prompt_tokens: 0, cached_tokens: 0 };
   private ttftCount = 0;
   private ttftSum = 0;
   private readonly ttftWindow: number[] = [];
@@ -108,8 +113,14 @@ export class SimStatsRecorder {
     this.last = last;
   }
 
-  /** A completion was admitted: its prompt size, cache hits and modelled TTFT. */
-  onPrefill(promptTokens: number, cachedTokens: number, ttftMs: number): void {
+  /** A completion was admitted: its prompt size, cache hits and modelled TTFT; a `warm` one only in the warm totals. */
+  onPrefill(promptTokens: number, cachedTokens: number, ttftMs: number, warm = false): void {
+    if (warm) {
+      this.warm.requests++;
+      this.warm.prompt_tokens += promptTokens;
+      this.warm.cached_tokens += cachedTokens;
+      return;
+    }
     this.promptTokens += promptTokens;
     this.cachedTokens += cachedTokens;
     this.ttftCount++;
@@ -138,6 +149,7 @@ export class SimStatsRecorder {
         prompt_tokens: this.promptTokens,
         cached_tokens: this.cachedTokens,
         hit_rate: this.promptTokens === 0 ? 0 : this.cachedTokens / this.promptTokens,
+        warm: { ...this.warm },
       },
       ttft_ms: { count: this.ttftCount, mean: this.ttftCount === 0 ? 0 : this.ttftSum / this.ttftCount, p99 },
       last_request: this.last === null ? null : expandLast(this.last),

@@ -52,8 +52,11 @@ describe('simulator HTTP surface', () => {
     const second = json((await simRequest(`${s.url}/v1/completions`, { method: 'POST', body })).body);
     assert.deepEqual((first.usage as Json).prompt_tokens_details, { cached_tokens: 0 });
     assert.deepEqual((second.usage as Json).prompt_tokens_details, { cached_tokens: 32 });
+    // A router's warm hand-off copy is prefilled like any request but kept out of the client totals and the TTFT model.
+    const warm = await simRequest(`${s.url}/v1/completions`, { method: 'POST', body, headers: { 'x-router-warm': '1' } });
+    assert.equal(warm.status, 200);
     const stats = await s.stats();
-    assert.deepEqual(stats.cache, { prompt_tokens: 80, cached_tokens: 32, hit_rate: 0.4 });
+    assert.deepEqual(stats.cache, { prompt_tokens: 80, cached_tokens: 32, hit_rate: 0.4, warm: { requests: 1, prompt_tokens: 40, cached_tokens: 32 } });
     // TTFT = 5 + 1 × uncached: 45 then 13.
     assert.deepEqual(stats.ttft_ms, { count: 2, mean: 29, p99: 45 });
   });
