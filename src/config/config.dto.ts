@@ -81,6 +81,7 @@ export class RoutingDto {
   @Optional() @Check(boolean) readonly prefix_affinity?: boolean;
   @Optional() @Check(integer(1)) readonly prefix_blocks?: number;
   @Optional() @Check(boolean) readonly speed_aware?: boolean;
+  @Optional() @Check(boolean) readonly warm_handoff?: boolean;
 }
 
 /** `health`: active health checking (seconds in the file). */

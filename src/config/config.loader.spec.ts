@@ -110,7 +110,7 @@ describe('defaults and derived values', () => {
       [c.listenHost, c.listenPort, c.requestTimeoutMs, c.streamIdleTimeoutMs, c.connectTimeoutMs, c.modelsTimeoutMs, c.launchTimeoutMs, c.drainTimeoutMs],
       ['0.0.0.0', 8000, 3_600_000, 600_000, 5_000, 5_000, 600_000, 300_000],
     );
-    const { prefixAffinity, prefixBlocks, speedAware, ...sessions } = c.routing;
+    const { prefixAffinity, prefixBlocks, speedAware, warmHandoff, ...sessions } = c.routing;
     assert.deepEqual(sessions, {
       sessionHeader: 'x-session-id',
       bodyField: 'session_id',
@@ -119,7 +119,7 @@ describe('defaults and derived values', () => {
       sessionTtlMs: 600_000,
       maxSessions: 100_000,
     });
-    assert.deepEqual([prefixAffinity, prefixBlocks, speedAware], [true, 1_000_000, true]);
+    assert.deepEqual([prefixAffinity, prefixBlocks, speedAware, warmHandoff], [true, 1_000_000, true, false]);
     assert.deepEqual(c.health, { path: '/health', intervalMs: 5_000, timeoutMs: 2_000, fall: 2, rise: 1 });
     assert.deepEqual(
       [c.maxBodyBytes, c.logLevel, c.stateFile, c.discardState, c.adminToken, c.adminOpen],

@@ -99,6 +99,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
       prefixAffinity: setting('prefix-affinity')?.value === true,
       prefixBlocks: num('prefix-blocks'),
       speedAware: setting('speed-aware')?.value === true,
+      warmHandoff: setting('warm-handoff')?.value === true,
     },
     health: {
       path: str('health-path'),

@@ -19,16 +19,25 @@ describe('config: speed-aware load (SPEC §4.2)', () => {
     assert.equal(load({ speed_aware: false }, ['--speed-aware']).routing.speedAware, true);
   });
 
-  it('refuses a routing.speed_aware that is not a boolean, naming it', () => {
-    try {
-      load({ speed_aware: 'yes' });
-      assert.fail('no error');
-    } catch (e) {
-      assert.ok(e instanceof ConfigError);
-      assert.deepEqual(
-        e.problems.map((p) => p.path),
-        ['routing.speed_aware'],
-      );
-    }
+  it('routing.warm_handoff defaults to false; the file, its env twin and the flag set it', () => {
+    assert.equal(load({}).routing.warmHandoff, false);
+    assert.equal(load({ warm_handoff: true }).routing.warmHandoff, true);
+    assert.equal(load({}, [], { ROUTER_WARM_HANDOFF: 'true' }).routing.warmHandoff, true);
+    assert.equal(load({}, ['--warm-handoff']).routing.warmHandoff, true);
   });
+
+  for (const key of ['speed_aware', 'warm_handoff']) {
+    it(`refuses a routing.${key} that is not a boolean, naming it`, () => {
+      try {
+        load({ [key]: 'yes' });
+        assert.fail('no error');
+      } catch (e) {
+        assert.ok(e instanceof ConfigError);
+        assert.deepEqual(
+          e.problems.map((p) => p.path),
+          [`routing.${key}`],
+        );
+      }
+    });
+  }
 });

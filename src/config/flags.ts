@@ -68,6 +68,9 @@ export const FLAGS = [
   flag('speed-aware', 'boolean', 'true', 'compare replicas by expected wait from their measured speed (off: ROUTER_SPEED_AWARE=false)', {
     file: 'routing.speed_aware',
   }),
+  flag('warm-handoff', 'boolean', 'false', "serve a new conversation's first turn on the fastest replica and prefill a copy where it will live", {
+    file: 'routing.warm_handoff',
+  }),
   flag('prefix-blocks', 'count', '1000000', 'prompt-prefix blocks remembered (under 100 bytes each; least recently used dropped first)', {
     min: 1,
     file: 'routing.prefix_blocks',

@@ -78,6 +78,12 @@ export interface RoutingSettings {
   readonly prefixBlocks: number;
   /** Compare replicas by expected wait from their measured speed (SPEC §4.2); false = raw in-flight counts. */
   readonly speedAware: boolean;
+  /**
+   * Warm hand-off (docs/design.md §6.2): a new conversation whose home by in-flight counts is a slower
+   * replica is answered by the fastest one while a one-token copy prefills the home, where its
+   * later turns go. Needs `speedAware`.
+   */
+  readonly warmHandoff: boolean;
 }
 
 export interface HealthSettings {

@@ -15,6 +15,8 @@ import type { ReplicaState } from '../registry/replica.js';
 import { routeLabel } from './route-label.js';
 import { monotonic, registerFleetMetrics } from './fleet-metrics.js';
 import { registerStateMetrics } from './state-metrics.js';
+import { registerWarmMetrics } from './warm-metrics.js';
+import { WarmCopies } from '../proxy/warm-copy.js';
 import { registerAutoscaleMetrics } from './autoscale-metrics.js';
 import { AutoscalerService } from '../fleet/autoscaler.service.js';
 import { StateService } from '../fleet/state.service.js';
@@ -59,6 +61,7 @@ export class MetricsService {
     internalErrors: InternalErrors,
     autoscaler: AutoscalerService,
     state: StateService,
+    warm: WarmCopies,
   ) {
     const reg = this.registry;
     const registry = replicas;
@@ -217,6 +220,7 @@ export class MetricsService {
     registerAutoscaleMetrics(reg, P, autoscaler);
     registerStateMetrics(reg, P, state);
     registerModelMetrics(reg, P, replicas);
+    registerWarmMetrics(reg, P, warm);
 
     observer.onArrival(() => this.received.inc());
     observer.subscribe((ex) => this.exchangeEnded(ex));

@@ -32,6 +32,7 @@ export class RequestLogService {
       session: ex.session?.id,
       replica: ex.replica?.name,
       decision: ex.decision,
+      ...(ex.home !== undefined ? { home: ex.home } : {}),
       status: ex.status || (cause === 'client_abort' ? 499 : 0),
       cause,
       bytes_in: ex.bytesIn,

@@ -24,9 +24,9 @@ import { noReplicaMessage, refuseUnknownModel } from './model-routing.js';
 import { answerInternalError, cutExchange, failExchange, queuedExchange } from './exchange-end.js';
 import { relayBody } from './relay.js';
 import { responseHeaders, upstreamHeaders } from './forward-headers.js';
+import { WarmCopies } from './warm-copy.js';
 
-/** Without a shared store: nothing to publish, no other router's choice. */
-const NO_SYNC: { publish: boolean; holder?: string } = { publish: false };
+const NO_SYNC: { publish: boolean; holder?: string } = { publish: false }; // no shared store: nothing to publish, no other router's choice
 
 /**
  * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
@@ -50,6 +50,7 @@ export class DataPlaneService {
     private readonly bodies: BodyBudget,
     shutdown: ShutdownService,
     private readonly internalErrors: InternalErrors,
+    private readonly warm: WarmCopies,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
     // A replica that turns ready may take queued requests; one that turns unready may leave them
@@ -60,9 +61,8 @@ export class DataPlaneService {
   }
 
   /**
-   * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise
-   * floating: a throw anywhere in handle() is a router bug, answered by answerInternalError() while the
-   * server goes on serving the next request.
+   * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise floating: a throw anywhere in
+   * handle() is a router bug, answered by answerInternalError() while the server goes on serving the next request.
    */
   serve(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(req, res);
@@ -105,6 +105,7 @@ export class DataPlaneService {
     ex.decision = affinityHeader(d);
     ex.timer = setTimeout(() => this.timedOut(ex, 'request'), this.config.requestTimeoutMs);
     this.dispatch(ex, d.replica);
+    if (d.kind === 'initialize' && d.home !== undefined && !ex.closed) this.warm.send(ex, d.replica, d.home);
   }
 
   /** Every candidate is at its max_inflight: wait in the admission queue (SPEC §3), or 503 at once. */

@@ -15,6 +15,8 @@ export class Exchange {
   session: ResolvedSession | undefined;
   /** Value of X-Router-Affinity. */
   decision = 'none';
+  /** Warm hand-off: the replica this new conversation lives on, when another one answers its first turn. */
+  home: string | undefined;
   body: Buffer | undefined;
   replica: Replica | undefined;
   /** The client side is closed (finished or gone); set once by the proxy's close handler. */

@@ -5,6 +5,7 @@ import { DataPlaneService } from './data-plane.service.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { SpeedFeed } from './speed-feed.js';
 import { BodyBudget } from './body-budget.js';
+import { WarmCopies } from './warm-copy.js';
 
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
@@ -13,7 +14,7 @@ import { BodyBudget } from './body-budget.js';
  */
 @Module({
   imports: [RoutingModule, HealthModule],
-  providers: [DataPlaneService, ExchangeObserver, SpeedFeed, BodyBudget],
-  exports: [DataPlaneService, ExchangeObserver],
+  providers: [DataPlaneService, ExchangeObserver, SpeedFeed, BodyBudget, WarmCopies],
+  exports: [DataPlaneService, ExchangeObserver, WarmCopies],
 })
 export class ProxyModule {}

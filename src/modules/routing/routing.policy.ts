@@ -67,16 +67,32 @@ export type Decision<R extends RoutableView> =
   | { readonly kind: 'retain'; readonly replica: R }
   /** Kept on the replica holding the request's longest prompt prefix (a session-less request). */
   | { readonly kind: 'prefix'; readonly replica: R }
-  | { readonly kind: 'initialize'; readonly replica: R }
+  /**
+   * A new conversation. `home`, under warm hand-off only: where it is pinned and its later turns go,
+   * when that is not `replica`, which answers this first turn while a copy prefills `home`.
+   */
+  | { readonly kind: 'initialize'; readonly replica: R; readonly home?: R }
   | { readonly kind: 'switch'; readonly replica: R; readonly reason: SwitchReason }
   | { readonly kind: 'wait' }
   | { readonly kind: 'none' };
 
+/** Where a routed request's conversation lives from now on: its warm hand-off `home`, else the replica serving it. */
+export function livesOn<R extends RoutableView>(d: Exclude<Decision<R>, { kind: 'wait' } | { kind: 'none' }>): R {
+  return (d.kind === 'initialize' ? d.home : undefined) ?? d.replica;
+}
+
 /**
- * The routable replica with room minimising `(expectedWait, (index − counter) mod N, index)`, N
- * being the whole table, or undefined when none is routable and below its `max_inflight`.
+ * The routable replica with room minimising `(waitOf, (index − counter) mod N, index)`, N being
+ * the whole table (`waitOf`: {@link expectedWait} unless given), or undefined when none is routable
+ * and below its `max_inflight`.
  */
-export function leastOutstanding<R extends RoutableView>(table: readonly R[], counter: number, exclude?: R, candidate?: Candidates<R>): R | undefined {
+export function leastOutstanding<R extends RoutableView>(
+  table: readonly R[],
+  counter: number,
+  exclude?: R,
+  candidate?: Candidates<R>,
+  waitOf: (r: R) => number = expectedWait,
+): R | undefined {
   const n = table.length;
   let best: R | undefined;
   let bestWait = 0;
@@ -85,7 +101,7 @@ export function leastOutstanding<R extends RoutableView>(table: readonly R[], co
     const r = table[i];
     if (!r.routable || r.full || r === exclude || (candidate !== undefined && !candidate(r))) continue;
     const rot = (((r.index - counter) % n) + n) % n;
-    const wait = expectedWait(r);
+    const wait = waitOf(r);
     if (best === undefined || wait < bestWait || (wait === bestWait && rot < bestRot)) {
       best = r;
       bestWait = wait;

@@ -8,8 +8,9 @@ import type { ResolvedSession } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { preferCached } from './first-turn.js';
-import { decide, leastOutstanding, type Candidates, type Decision, type PinState } from './routing.policy.js';
+import { decide, leastOutstanding, livesOn, type Candidates, type Decision, type PinState } from './routing.policy.js';
 import { ReplicaSpeeds } from './replica-speeds.js';
+import { warmHome } from './warm-handoff.js';
 
 /** What a request brings beyond its session id and prompt chain. */
 export interface RouteHints {
@@ -29,6 +30,7 @@ export interface RouteHints {
 export class RoutingService {
   private readonly slack: number;
   private readonly policy: RouterConfig['routing']['policy'];
+  private readonly warmHandoff: boolean;
   private rr = 0;
   /** Rotating tie-break cursor of the policy (SPEC §4): moves past every non-affinity choice. */
   private counter = 0;
@@ -53,6 +55,7 @@ export class RoutingService {
     this.slack = config.routing.affinitySlack;
     this.policy = config.routing.policy;
     this.speeds = config.routing.speedAware && this.policy === 'affinity' ? new ReplicaSpeeds(affinity.clock) : undefined;
+    this.warmHandoff = config.routing.warmHandoff && this.speeds !== undefined;
     registry.onRemoved((r) => {
       this.speeds?.forget(r);
       affinity.directory.release(r);
@@ -109,11 +112,12 @@ export class RoutingService {
   route(sessionId: string, publish = false, prefix?: PromptChain, hints?: RouteHints): Decision<Replica> {
     const d = this.decideAndApply(sessionId, prefix, hints);
     if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait') {
+      const lives = livesOn(d);
       if (publish || d.kind !== 'retain') {
-        this.shared.publish(sessionId, d.replica.name);
+        this.shared.publish(sessionId, lives.name);
         this.affinity.directory.markSynced(sessionId, this.affinity.clock.now());
       }
-      if (prefix !== undefined && hints?.holder !== d.replica.name) this.shared.publishPrefix(prefix, d.replica.name);
+      if (prefix !== undefined && hints?.holder !== lives.name) this.shared.publishPrefix(prefix, lives.name);
     }
     return d;
   }
@@ -148,10 +152,15 @@ export class RoutingService {
     // A new conversation goes where a long part of its prompt is cached, within the load rule (first-turn.ts).
     // ... among the replicas serving the request's model.
     const cached = match !== undefined && (model === undefined || match.target.serves(model)) ? match : undefined;
-    if (d.kind === 'initialize' && pin.status === 'none') d = { kind: 'initialize', replica: preferCached(d.replica, cached, this.slack) };
+    if (d.kind === 'initialize' && pin.status === 'none') {
+      const served = preferCached(d.replica, cached, this.slack);
+      // A conversation drawn to a cached prefix lives there; otherwise maybe on a slower replica (warm-handoff.ts).
+      const home = this.warmHandoff && served === d.replica ? warmHome(this.registry.list, this.cursor(model), served, servesModel(model)) : undefined;
+      d = home === undefined ? { kind: 'initialize', replica: served } : { kind: 'initialize', replica: served, home };
+    }
     if (chain !== undefined && index !== undefined) {
-      // Once per routed request (a queued one is counted when it leaves the queue).
-      index.record(chain.blocks, d.replica);
+      // Once per routed request (a queued one is counted when it leaves the queue); a hand-off's blocks are its home's.
+      index.record(chain.blocks, livesOn(d));
       // The match histogram counts session-less requests; a session's first turn only records.
       if (prefix !== undefined) for (const l of this.prefixListeners) l(match?.blocks ?? 0);
     }
@@ -163,9 +172,21 @@ export class RoutingService {
       this.affinity.directory.pin(sessionId, d.replica, now);
       d.replica.routed++;
     } else {
-      this.apply(sessionId, d.replica, now, model);
+      this.apply(sessionId, d.replica, now, model, livesOn(d));
     }
     return d;
+  }
+
+  /** A warm hand-off copy failed: re-pins the session (and a session-less prompt chain) from `home` to `served`, which has it cached. */
+  warmFailed(sessionId: string, home: Replica, served: Replica, prefix?: PromptChain): void {
+    const now = this.affinity.clock.now();
+    const l = this.affinity.directory.lookup(sessionId, now);
+    if (l.status !== 'live' || l.target !== home || served.removed) return;
+    this.affinity.directory.pin(sessionId, served, now);
+    this.shared.publish(sessionId, served.name);
+    if (prefix === undefined) return;
+    this.affinity.prefixes?.record(prefix.blocks, served);
+    this.shared.publishPrefix(prefix, served.name);
   }
 
   /** The replica a shared-store name stands for, if it is still in the table. */
@@ -238,9 +259,9 @@ export class RoutingService {
     this.prefixListeners.push(l);
   }
 
-  /** A new or moved pin: pinned, counted, and the tiebreak cursor moves past `r`. */
-  private apply(sessionId: string, r: Replica, now: number, model?: string): void {
-    this.affinity.directory.pin(sessionId, r, now);
+  /** A new or moved pin (to `home`, by default `r`): pinned, `r` counted, and the tiebreak cursor moves past `r`. */
+  private apply(sessionId: string, r: Replica, now: number, model?: string, home = r): void {
+    this.affinity.directory.pin(sessionId, home, now);
     r.routed++;
     const n = this.registry.list.length;
     if (n > 0) this.counter = (r.index + 1) % n;
