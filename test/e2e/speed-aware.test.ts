@@ -1,7 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { simRequest, spawnSim, stopAllSims, type SimProcess } from '../support/sim-process.js';
+import { simRequest, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, type TestRouter } from '../support/router.js';
+import { spawnOneSlow } from '../support/slow-fleet.js';
 import { parseProm } from '../support/prom.js';
 
 /**
@@ -69,17 +70,11 @@ const describeRun = (run: Run): string =>
   });
 
 describe('speed-aware load: one replica 4x slower (SPEC §4.2)', () => {
-  let sims: SimProcess[];
   let aware: TestRouter;
   let baseline: TestRouter;
 
   before(async () => {
-    sims = await Promise.all([
-      spawnSim({ name: 'r0', args: SIM_ARGS }),
-      spawnSim({ name: 'r1', args: SIM_ARGS }),
-      spawnSim({ name: 'r2', args: [...SIM_ARGS, '--slowdown', '4'] }),
-    ]);
-    const replicas = sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port }));
+    const { replicas } = await spawnOneSlow(SIM_ARGS);
     aware = await startTestRouter({ replicas }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
     baseline = await startTestRouter({ replicas, routing: { speed_aware: false } }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
   });

@@ -1,7 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { simRequest, simStream, spawnSim, stopAllSims, type SimProcess, type SimResponse, type SimStream } from '../support/sim-process.js';
+import { simRequest, simStream, stopAllSims, type SimProcess, type SimResponse, type SimStream } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
+import { spawnOneSlow } from '../support/slow-fleet.js';
 import { parseProm, sum } from '../support/prom.js';
 
 /**
@@ -22,12 +23,8 @@ describe('warm hand-off: a new conversation answered fast, living on a slower re
   let holds: SimStream[] = [];
 
   before(async () => {
-    sims = await Promise.all([
-      spawnSim({ name: 'r0', args: SIM_ARGS }),
-      spawnSim({ name: 'r1', args: SIM_ARGS }),
-      spawnSim({ name: 'r2', args: [...SIM_ARGS, '--slowdown', '4'] }),
-    ]);
-    const replicas = sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port }));
+    const { replicas, ...fleet } = await spawnOneSlow(SIM_ARGS);
+    sims = fleet.sims;
     router = await startTestRouter({ replicas, routing: { warm_handoff: true } }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
     await learnSpeeds(router);
   });
@@ -113,27 +110,33 @@ describe('warm hand-off: a new conversation answered fast, living on a slower re
   });
 });
 
-/** New conversations until the router measures r2 as slower (8 answers per replica make an estimate). */
+/** Ten answers from each replica, pinned there by hand, until the router measures r2 as slower (8 make an estimate; 4x without a queue). */
 async function learnSpeeds(router: TestRouter): Promise<void> {
   await Promise.all(
-    Array.from({ length: 12 }, async (_, w) => {
-      for (let i = 0; i < 4; i++) {
+    ['r0', 'r1', 'r2'].map(async (name) => {
+      const session = `learn-${name}`;
+      assert.equal((await adminCall(router, 'PUT', `/sessions/${session}`, { body: { replica: name } })).status, 200);
+      for (let i = 0; i < 10; i++) {
         const r = await simRequest(`${router.url}/v1/chat/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-session-id': `learn-${w}-${i}` },
-          body: JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: `learn ${w} ${i}` }], max_tokens: 6 }),
+          headers: { 'content-type': 'application/json', 'x-session-id': session },
+          body: JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: `learn ${name} ${i}` }], max_tokens: 6 }),
           timeoutMs: 30_000,
         });
         assert.equal(r.status, 200, r.body.toString());
+        assert.equal(r.headers['x-replica-name'], name);
       }
     }),
   );
+  // The tests hold one request on each fast replica: a new one then waits 2 there, and r2 must look slower than that.
+  let seen = 0;
   await waitFor(
     async () => {
       const { body } = await adminCall(router, 'GET', '/replicas');
-      return (body.replicas as Array<{ name: string; speed: { slowness: number } }>).find((r) => r.name === 'r2')!.speed.slowness > 1.5;
+      seen = (body.replicas as Array<{ name: string; speed: { slowness: number } }>).find((r) => r.name === 'r2')!.speed.slowness;
+      return seen > 2.5;
     },
     10_000,
-    'the router to measure r2 as slower',
-  );
+    'the router to measure r2 as more than 2.5x slower',
+  ).catch((err: Error) => assert.fail(`${err.message}; r2's slowness read ${seen}`));
 }
