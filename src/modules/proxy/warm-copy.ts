@@ -14,7 +14,6 @@ import { upstreamHeaders } from './forward-headers.js';
 export interface WarmCopyEnd {
   readonly home: Replica;
   readonly ok: boolean;
-  readonly seconds: number;
 }
 
 /** The header that marks a warm copy to the replica (the simulator keeps its cache totals apart). */
@@ -70,7 +69,6 @@ export class WarmCopies {
     const sessionId = ex.session!.id;
     ex.home = home.name;
     const body = warmBody(ex.body!);
-    const startedAt = performance.now();
     let settled = false;
     let req: http.ClientRequest | undefined;
     const end = (failure?: string): void => {
@@ -88,8 +86,7 @@ export class WarmCopies {
           `warm copy to ${home.name} failed: ${failure}`,
         );
       }
-      const e: WarmCopyEnd = { home, ok: failure === undefined, seconds: (performance.now() - startedAt) / 1000 };
-      for (const l of this.listeners) l(e);
+      for (const l of this.listeners) l({ home, ok: failure === undefined });
     };
     const copy = { abort: (reason: string) => req?.destroy(new Error(reason)) };
     home.outstanding++;
