@@ -7,13 +7,17 @@ import { parseProm, sum } from '../support/prom.js';
 
 /**
  * Warm hand-off (routing.warm_handoff, docs/design.md §6.2): r2 is 4x slower. Once the router has
- * measured that, and while r0 and r1 each have one long stream in flight, a new conversation's
- * home by in-flight counts is r2 but expected wait serves its first turn on a fast replica. Seen
+ * measured that, and while r0 and r1 each have two long streams in flight (a quarter of their
+ * declared batch: busy enough to hand off), a new conversation's home by in-flight counts is r2
+ * but expected wait serves its first turn on a fast replica. Seen
  * from outside: which replica answered each turn, the decision header, the cached tokens the
  * simulator reports, the copies it counted apart (`x-router-warm`), and the router's counter.
  */
 const SIM_ARGS = ['--itl-ms', '10', '--ttft-base-ms', '10', '--block-size', '4', '--kv-blocks', '4000'];
 const FAST = new Set(['r0', 'r1']);
+const BATCH = 8;
+/** Streams held on each fast replica: a quarter of the batch, what makes a replica busy enough to hand off (warm-handoff.ts). */
+const HELD = BATCH / 4;
 
 const words = (tag: string, n: number): string => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
 
@@ -25,7 +29,9 @@ describe('warm hand-off: a new conversation answered fast, living on a slower re
   before(async () => {
     const { replicas, ...fleet } = await spawnOneSlow(SIM_ARGS);
     sims = fleet.sims;
-    router = await startTestRouter({ replicas, routing: { warm_handoff: true } }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
+    // max_inflight declared (the batch): expected wait (1 + in flight / 8) × slowness, and hand-off once the serving replica has 2 in flight.
+    const declared = replicas.map((r) => ({ ...r, max_inflight: BATCH }));
+    router = await startTestRouter({ replicas: declared, routing: { warm_handoff: true } }, [], { ROUTER_ADMIN_TOKEN: TEST_TOKEN });
     await learnSpeeds(router);
   });
   after(async () => {
@@ -45,19 +51,22 @@ describe('warm hand-off: a new conversation answered fast, living on a slower re
   const copies = async (result: string): Promise<number> =>
     sum(parseProm((await simRequest(`${router.url}/metrics`)).body.toString()).samples, 'affinity_router_warm_copies_total', { replica: 'r2', result });
 
-  /** One long stream in flight on each fast replica (pinned there by hand), so in-flight counts favour r2. */
+  /** Long streams in flight on each fast replica (pinned there by hand): busy, and in-flight counts favour r2. */
   async function holdFastReplicas(tag: string): Promise<void> {
     for (const h of holds) h.destroy();
     holds = [];
+    await waitFor(() => router.outstanding('r0') === 0 && router.outstanding('r1') === 0, 5_000, 'the earlier holds to end');
     for (const name of FAST) {
-      const session = `hold-${tag}-${name}`;
-      assert.equal((await adminCall(router, 'PUT', `/sessions/${session}`, { body: { replica: name } })).status, 200);
-      const body = JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hold' }], max_tokens: 3000, stream: true });
-      const h = await simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': session }, body });
-      assert.equal(h.headers['x-replica-name'], name);
-      holds.push(h);
+      for (let k = 0; k < HELD; k++) {
+        const session = `hold-${tag}-${name}-${k}`;
+        assert.equal((await adminCall(router, 'PUT', `/sessions/${session}`, { body: { replica: name } })).status, 200);
+        const body = JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hold' }], max_tokens: 3000, stream: true });
+        const h = await simStream(`${router.url}/v1/chat/completions`, { headers: { 'x-session-id': session }, body });
+        assert.equal(h.headers['x-replica-name'], name);
+        holds.push(h);
+      }
     }
-    await waitFor(() => router.outstanding('r0') === 1 && router.outstanding('r1') === 1, 5_000, 'one stream in flight on r0 and on r1');
+    await waitFor(() => router.outstanding('r0') === HELD && router.outstanding('r1') === HELD, 5_000, `${HELD} streams in flight on r0 and on r1`);
   }
 
   for (const withId of [true, false]) {
@@ -87,6 +96,22 @@ describe('warm hand-off: a new conversation answered fast, living on a slower re
       assert.ok(usage.prompt_tokens_details.cached_tokens >= 80, `r2 had the first turn's prompt cached: ${JSON.stringify(usage)}`);
     });
   }
+
+  it('hands nothing off while the fast replicas are not busy: the conversation lives where it was answered', async () => {
+    for (const h of holds) h.destroy();
+    holds = [];
+    await waitFor(() => router.outstanding('r0') === 0 && router.outstanding('r1') === 0, 5_000, 'the holds to end');
+    const warmBefore = await warmCopies();
+    const session = `idle-${Date.now()}`;
+    const turn1 = [{ role: 'user', content: words('idle', 80) }];
+    const first = await chat(turn1, session);
+    const served = String(first.headers['x-replica-name']);
+    assert.ok(FAST.has(served), served);
+    const second = await chat([...turn1, { role: 'assistant', content: 'a b' }, { role: 'user', content: 'more' }], session);
+    assert.equal(second.headers['x-replica-name'], served);
+    assert.equal(second.headers['x-router-affinity'], 'retain');
+    assert.equal(await warmCopies(), warmBefore, 'no copy was sent');
+  });
 
   it('a copy that fails pins the conversation back to the replica that answered, which has it cached', async () => {
     await holdFastReplicas('fail');
@@ -128,15 +153,15 @@ async function learnSpeeds(router: TestRouter): Promise<void> {
       }
     }),
   );
-  // The tests hold one request on each fast replica: a new one then waits 2 there, and r2 must look slower than that.
+  // The tests hold 2 of 8 on each fast replica: a new one then waits 1.25 there, and r2 must look slower than that.
   let seen = 0;
   await waitFor(
     async () => {
       const { body } = await adminCall(router, 'GET', '/replicas');
       seen = (body.replicas as Array<{ name: string; speed: { slowness: number } }>).find((r) => r.name === 'r2')!.speed.slowness;
-      return seen > 2.5;
+      return seen > 2;
     },
     10_000,
-    'the router to measure r2 as more than 2.5x slower',
+    'the router to measure r2 as more than 2x slower',
   ).catch((err: Error) => assert.fail(`${err.message}; r2's slowness read ${seen}`));
 }

@@ -17,14 +17,31 @@ describe('warm hand-off: the home of a new conversation', () => {
 
   it('is none when the least loaded replica is the one serving, or no slower than it', () => {
     const t = table([1, 1, 4]);
-    t[2].load = 1;
-    // r0 and r1 are idle: the least loaded is as fast as the served one.
+    t[0].load = 2;
+    t[1].load = 3;
+    t[2].load = 3;
+    // The served replica is busy but is the least loaded itself.
     assert.equal(warmHome(t, 0, t[0]), undefined);
-    assert.equal(warmHome(t, 1, t[0]), undefined);
+    // The least loaded is another replica as fast as the served one.
+    t[1].load = 1;
+    assert.equal(warmHome(t, 0, t[0]), undefined);
     // An equally fast fleet never hands off, whatever the loads.
     const even = table([1, 1, 1]);
     even[0].load = 5;
     assert.equal(warmHome(even, 0, even[0]), undefined);
+  });
+
+  it('is none while the serving replica is not busy: below a quarter of its batch in flight, or 2 without one', () => {
+    const t = table([1, 1, 4]);
+    t[0].load = 1;
+    assert.equal(warmHome(t, 2, t[0]), undefined);
+    t[0].load = 2;
+    assert.equal(warmHome(t, 2, t[0])?.name, 'r2');
+    const batched = table([1, 1, 4]).map((r) => ({ ...r, batch: 16 }));
+    batched[0].load = 3;
+    assert.equal(warmHome(batched, 2, batched[0]), undefined);
+    batched[0].load = 4;
+    assert.equal(warmHome(batched, 2, batched[0])?.name, 'r2');
   });
 
   it('skips a slower replica that is full, unroutable or not a candidate, and ties go by the rotation', () => {
