@@ -30,7 +30,7 @@ interface SpeedRow {
   /** Over client requests; warm hand-off copies are in `warm`. */
   hitRate: number;
   oracle: number;
-  /** Warm hand-off copies the simulators saw, and the hit rate over every request, copies included. */
+  /** Warm hand-off copies the simulators saw, and the hit rate over every prefill, copies included. */
   warm: { requests: number; promptTokens: number; hitRateAll: number };
   simTtftP99Ms: number;
   perReplica: Record<string, number>;
@@ -77,12 +77,6 @@ async function runRow(
     const stats = await Promise.all(sims.map((s) => s.stats()));
     const total = Object.values(driven.perReplica).reduce((a, b) => a + b, 0);
     const cache = simCacheTotals(stats);
-    const warm = { requests: 0, promptTokens: 0, cachedTokens: 0 };
-    for (const s of stats) {
-      warm.requests += s.cache.warm.requests;
-      warm.promptTokens += s.cache.warm.prompt_tokens;
-      warm.cachedTokens += s.cache.warm.cached_tokens;
-    }
     return {
       row,
       sent: driven.sent,
@@ -90,9 +84,9 @@ async function runRow(
       failed: driven.failed,
       ttft: summarize(driven.ttfts),
       hitRate: cache.hitRate,
-      warm: { ...warm, hitRateAll: (cache.cachedTokens + warm.cachedTokens) / (cache.promptTokens + warm.promptTokens) },
+      warm: { requests: cache.warm.requests, promptTokens: cache.warm.promptTokens, hitRateAll: cache.hitRateAll },
       oracle: oracleHitRate(driven.bodies, BLOCK),
-      simTtftP99Ms: Math.max(...stats.map((s) => s.ttft_ms.p99)),
+      simTtftP99Ms: cache.ttftP99Ms,
       perReplica: Object.fromEntries(stats.map((s) => [s.name, s.requests])),
       slowShare: total === 0 ? NaN : (driven.perReplica[slow.name] ?? 0) / total,
       decisions: driven.decisions,

@@ -25,8 +25,10 @@ import { answerInternalError, cutExchange, failExchange, queuedExchange } from '
 import { relayBody } from './relay.js';
 import { responseHeaders, upstreamHeaders } from './forward-headers.js';
 import { WarmCopies } from './warm-copy.js';
+import { occupy, vacate } from './in-flight.js';
 
-const NO_SYNC: { publish: boolean; holder?: string } = { publish: false }; // no shared store: nothing to publish, no other router's choice
+/** Without a shared store: nothing to publish, no other router's choice. */
+const NO_SYNC: { publish: boolean; holder?: string } = { publish: false };
 
 /**
  * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
@@ -61,8 +63,9 @@ export class DataPlaneService {
   }
 
   /**
-   * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise floating: a throw anywhere in
-   * handle() is a router bug, answered by answerInternalError() while the server goes on serving the next request.
+   * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise
+   * floating: a throw anywhere in handle() is a router bug, answered by answerInternalError() while the
+   * server goes on serving the next request.
    */
   serve(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(req, res);
@@ -129,8 +132,7 @@ export class DataPlaneService {
     ex.replica = r;
     ex.attempts++;
     ex.connected = false;
-    r.outstanding++;
-    r.inflight.add(ex);
+    occupy(r, ex);
     ex.counted = true;
     const ep = r.endpoint;
     const body = ex.body!;
@@ -290,10 +292,8 @@ export class DataPlaneService {
 
   private release(ex: Exchange): void {
     if (ex.counted && ex.replica) {
-      ex.replica.outstanding--;
-      ex.replica.inflight.delete(ex);
+      vacate(ex.replica, ex);
       ex.counted = false;
-      ex.replica.requestEnded();
       this.admission.pump();
     }
   }

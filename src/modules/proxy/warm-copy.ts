@@ -9,6 +9,7 @@ import { AdmissionService } from '../routing/admission.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import type { Exchange } from './exchange.js';
 import { upstreamHeaders } from './forward-headers.js';
+import { occupy, vacate } from './in-flight.js';
 
 /** How a warm copy ended: `ok` (a 2xx answered in full) or `failed`. */
 export interface WarmCopyEnd {
@@ -75,9 +76,7 @@ export class WarmCopies {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      home.outstanding--;
-      home.inflight.delete(copy);
-      home.requestEnded();
+      vacate(home, copy);
       this.admission.pump();
       if (failure !== undefined) {
         this.routing.warmFailed(sessionId, home, served, ex.session!.prefix);
@@ -89,8 +88,7 @@ export class WarmCopies {
       for (const l of this.listeners) l({ home, ok: failure === undefined });
     };
     const copy = { abort: (reason: string) => req?.destroy(new Error(reason)) };
-    home.outstanding++;
-    home.inflight.add(copy);
+    occupy(home, copy);
     const timer = setTimeout(() => req?.destroy(new Error(`no answer within ${this.config.requestTimeoutMs} ms`)), this.config.requestTimeoutMs);
     if (body === undefined) return end('the request body is not a JSON object');
     const ep = home.endpoint;
