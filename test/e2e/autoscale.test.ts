@@ -241,10 +241,19 @@ describe('autoscaling (SPEC §6.1)', () => {
     assert.equal(bad.status, 400);
     assert.match(String(bad.headers['content-type']), /application\/problem\+json/);
     assert.match(String(bad.body.detail), /paused/);
-    const rows = await waitFor(async () => {
-      const r = await replicas(router);
-      return r.length === 2 && r.every((x) => x.ready) ? r : undefined;
-    }, 15_000);
+    let seen: unknown;
+    const rows = await waitFor(
+      async () => {
+        const r = await replicas(router);
+        seen = r;
+        return r.length === 2 && r.every((x) => x.ready) ? r : undefined;
+      },
+      15_000,
+      'both replicas ready',
+    ).catch((e: unknown) => {
+      const events = router.logs().filter((l) => /launch|autoscale|replica|exit/.test(String(l['event'])));
+      throw new Error(`${String(e)}; replicas ${JSON.stringify(seen)}; events ${JSON.stringify(events)}`);
+    });
     const pids = rows.map((x) => x.pid!);
     for (const p of pids) pidsSeen.add(p);
     // Idle with two replicas and down_after 0.5 s: only the pause keeps both.

@@ -36,11 +36,14 @@ function stubPrograms(names: string[]): { bin: string; records: string; read(fil
   mkdirSync(records);
   const script = [
     `#!${process.execPath}`,
-    "const { writeFileSync } = require('fs');",
+    "const { renameSync, writeFileSync } = require('fs');",
     "const { basename, join } = require('path');",
     'const prog = basename(process.argv[1]);',
     'const env = { ASCEND_RT_VISIBLE_DEVICES: process.env.ASCEND_RT_VISIBLE_DEVICES ?? null, PYPTO_DEVICE: process.env.PYPTO_DEVICE ?? null };',
-    "writeFileSync(join(process.env.PYPTO_RECORD_DIR, prog + '-' + env.ASCEND_RT_VISIBLE_DEVICES + '.json'), JSON.stringify({ prog, argv: process.argv.slice(2), cwd: process.cwd(), env }));",
+    "const file = join(process.env.PYPTO_RECORD_DIR, prog + '-' + env.ASCEND_RT_VISIBLE_DEVICES + '.json');",
+    // Written aside and renamed: the test polls for the file and must never read it half written.
+    "writeFileSync(file + '.part', JSON.stringify({ prog, argv: process.argv.slice(2), cwd: process.cwd(), env }));",
+    "renameSync(file + '.part', file);",
     '',
   ].join('\n');
   for (const name of names) {

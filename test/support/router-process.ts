@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import net from 'node:net';
 import { waitFor } from './router.js';
 import { collectLogLines } from './log-lines.js';
 
@@ -63,23 +62,7 @@ export function spawnRouter(args: string[], env: Record<string, string> = {}, ti
   ]);
 }
 
-/** `n` consecutive free loopback ports (for a host's port_base + device ids). */
-export async function freePortRange(n: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    const ok = await Promise.all(Array.from({ length: n }, (_, i) => isFree(base + i)));
-    if (ok.every(Boolean)) return base;
-  }
-  throw new Error(`no ${n} consecutive free ports found`);
-}
-
-function isFree(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const s = net.createServer();
-    s.once('error', () => done(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => done(true)));
-  });
-}
+export { freePortRange } from '../../src/common/free-port.fake.js';
 
 /** True while a pid exists. */
 export function pidAlive(pid: number): boolean {

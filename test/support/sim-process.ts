@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
@@ -319,17 +319,7 @@ export async function stopAllSims(): Promise<void> {
   );
 }
 
-/** A port that was free a moment ago: binds 127.0.0.1:0, reads the port, closes. */
-export function freePort(): Promise<number> {
-  return new Promise((resolvePromise, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolvePromise(port));
-    });
-  });
-}
+export { freePort } from '../../src/common/free-port.fake.js';
 
 /** Tries one TCP connection to 127.0.0.1:`port`: 'open', or the error code (ECONNREFUSED when nothing listens). */
 export function tcpProbe(port: number): Promise<string> {

@@ -8,11 +8,12 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { freePort } from '../../../common/free-port.fake.js';
 import { ed25519KeyPair } from './ssh-keys.fake.js';
 
 const SSHD = '/usr/sbin/sshd';
@@ -39,18 +40,6 @@ export function realSshdUnavailableReason(): string | null {
     throw new Error(`REQUIRE_SSHD=1 but the real-sshd tests cannot run: ${reason}`);
   }
   return reason;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = addr !== null && typeof addr === 'object' ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function accepts(port: number): Promise<boolean> {
