@@ -10,7 +10,8 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-const LOWEST = 10_000;
+// Above the fixed ports the shipped configs and the demo use (8000–9004, 18001–18012).
+const LOWEST = 20_000;
 
 function ephemeralLow(): number {
   try {
