@@ -6,7 +6,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSim, simRequest, stopAllSims, type SimProcess } from '../support/sim-process.js';
+import { freePort, spawnSim, simRequest, stopAllSims, type SimProcess } from '../support/sim-process.js';
 import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
 import { RegistryService } from '../../src/modules/registry/registry.service.js';
 import { AdmissionService } from '../../src/modules/routing/admission.service.js';
@@ -136,7 +136,9 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
   });
 
   it('with every replica down the router stays up and answers 503 fast, then routes again within one interval after rise', async () => {
-    const a = await spawnSim({ name: 'a' });
+    // a restarts on its port below: one drawn outside the ephemeral range, which no outgoing
+    // connection (nor a probe connecting to itself) can hold while a is down.
+    const a = await spawnSim({ name: 'a', port: await freePort() });
     const b = await spawnSim({ name: 'b' });
     const intervalMs = 500;
     const rise = 2;

@@ -165,7 +165,8 @@ describe('simulator faults', () => {
   });
 
   it('refuse with refuse_ms: refuses connections, then listens again on the same port', async () => {
-    const s = await spawnSim();
+    // A port outside the ephemeral range: while it is closed no outgoing connection can take it.
+    const s = await spawnSim({ port: await freePort() });
     await s.setFaults({ refuse: true, refuse_ms: 700 });
     await pollUntil(
       'refused',
