@@ -1,7 +1,5 @@
-import http from 'node:http';
-import https from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ReplicaEndpoint } from '../registry/replica-endpoint.js';
+import { requestTo, type ReplicaEndpoint } from '../registry/replica-endpoint.js';
 
 export interface ProbeResult {
   readonly ok: boolean;
@@ -70,21 +68,17 @@ export function probe(ep: ReplicaEndpoint, path: string, timeoutMs: number, maxB
       cancel();
       resolve({ ...r, ms: performance.now() - started });
     };
-    const mod = ep.scheme === 'https' ? https : http;
-    const req = mod.request(
-      { host: ep.host, port: ep.port, path, method: 'GET', agent: ep.probeAgent, headers: { accept: 'application/json', ...headers } },
-      (res) => {
-        const status = res.statusCode ?? 0;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          if (size < maxBody) chunks.push(c);
-          size += c.length;
-        });
-        res.on('end', () => done({ ok: status === 200, status, body: maxBody > 0 ? Buffer.concat(chunks).toString('utf8', 0, maxBody) : undefined }));
-        res.on('error', (e) => done({ ok: false, status, error: e.message }));
-      },
-    );
+    const req = requestTo(ep, { path, method: 'GET', agent: ep.probeAgent, headers: { accept: 'application/json', ...headers } }, (res) => {
+      const status = res.statusCode ?? 0;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        if (size < maxBody) chunks.push(c);
+        size += c.length;
+      });
+      res.on('end', () => done({ ok: status === 200, status, body: maxBody > 0 ? Buffer.concat(chunks).toString('utf8', 0, maxBody) : undefined }));
+      res.on('error', (e) => done({ ok: false, status, error: e.message }));
+    });
     const cancel = awakeDeadline(timeoutMs, () => {
       // What has arrived is read first (the poll phase runs before setImmediate's check phase).
       setImmediate(() => {

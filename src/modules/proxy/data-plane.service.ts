@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
@@ -11,6 +10,7 @@ import { HealthService } from '../health/health.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
+import { requestTo } from '../registry/replica-endpoint.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { AdmissionService, type Routed } from '../routing/admission.service.js';
 import { ShutdownService } from '../lifecycle/shutdown.service.js';
@@ -136,14 +136,7 @@ export class DataPlaneService {
     ex.counted = true;
     const ep = r.endpoint;
     const body = ex.body!;
-    const proxyReq = (ep.scheme === 'https' ? https : http).request({
-      host: ep.host,
-      port: ep.port,
-      method: ex.req.method,
-      path: ex.req.url,
-      headers: upstreamHeaders(ex, ep.hostHeader),
-      agent: ep.agent,
-    });
+    const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers: upstreamHeaders(ex, ep.hostHeader), agent: ep.agent });
     ex.proxyReq = proxyReq;
     proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
     proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));

@@ -1,6 +1,6 @@
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import type { Replica } from '../registry/replica.js';
+import { requestTo } from '../registry/replica-endpoint.js';
 import type { Exchange } from './exchange.js';
 import { sendRouterError } from './router-error.js';
 
@@ -14,11 +14,9 @@ interface ModelsAnswer {
 function fetchModels(r: Replica, path: string, timeoutMs: number, ex: Exchange, gone: AbortSignal): Promise<ModelsAnswer | undefined> {
   return new Promise((resolve) => {
     const ep = r.endpoint;
-    const mod = ep.scheme === 'https' ? https : http;
-    const req = mod.request(
+    const req = requestTo(
+      ep,
       {
-        host: ep.host,
-        port: ep.port,
         path,
         method: 'GET',
         agent: ep.probeAgent,

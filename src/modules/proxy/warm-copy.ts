@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest } from 'node:http';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import type { Replica } from '../registry/replica.js';
+import { requestTo } from '../registry/replica-endpoint.js';
 import { AdmissionService } from '../routing/admission.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import type { Exchange } from './exchange.js';
@@ -71,7 +71,7 @@ export class WarmCopies {
     ex.home = home.name;
     const body = warmBody(ex.body!);
     let settled = false;
-    let req: http.ClientRequest | undefined;
+    let req: ClientRequest | undefined;
     const end = (failure?: string): void => {
       if (settled) return;
       settled = true;
@@ -95,7 +95,7 @@ export class WarmCopies {
     const headers = upstreamHeaders(ex, ep.hostHeader);
     headers['content-length'] = body.length;
     headers[WARM_HEADER] = '1';
-    req = (ep.scheme === 'https' ? https : http).request({ host: ep.host, port: ep.port, method: 'POST', path: ex.req.url, headers, agent: ep.agent });
+    req = requestTo(ep, { method: 'POST', path: ex.req.url, headers, agent: ep.agent });
     req.on('error', (err) => end(err.message));
     req.once('response', (res) => {
       const status = res.statusCode ?? 0;

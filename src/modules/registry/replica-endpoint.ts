@@ -75,6 +75,18 @@ export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
   };
 }
 
+/**
+ * A request to the replica, on `http` or `https` by its scheme. `opts.agent` says which pool: the
+ * data plane's `agent` for client traffic (and warm copies), `probeAgent` for everything else.
+ */
+export function requestTo(
+  ep: ReplicaEndpoint,
+  opts: Omit<http.RequestOptions, 'host' | 'port'>,
+  onResponse?: (res: http.IncomingMessage) => void,
+): http.ClientRequest {
+  return (ep.scheme === 'https' ? https : http).request({ ...opts, host: ep.host, port: ep.port }, onResponse);
+}
+
 /** Close every connection of an endpoint (the replica left the table). */
 export function destroyEndpoint(ep: ReplicaEndpoint): void {
   ep.agent.destroy();
