@@ -249,11 +249,11 @@ describe('autoscaling (SPEC §6.1)', () => {
         return r.length === 2 && r.every((x) => x.ready) ? r : undefined;
       },
       15_000,
-      'both replicas ready',
-    ).catch((e: unknown) => {
-      const events = router.logs().filter((l) => /launch|autoscale|replica|exit/.test(String(l['event'])));
-      throw new Error(`${String(e)}; replicas ${JSON.stringify(seen)}; events ${JSON.stringify(events)}`);
-    });
+      () =>
+        `both replicas ready; replicas ${JSON.stringify(seen)}; events ${JSON.stringify(
+          router.logs().filter((l) => /launch|autoscale|replica|exit/.test(String(l['event']))),
+        )}`,
+    );
     const pids = rows.map((x) => x.pid!);
     for (const p of pids) pidsSeen.add(p);
     // Idle with two replicas and down_after 0.5 s: only the pause keeps both.

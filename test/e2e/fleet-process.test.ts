@@ -285,11 +285,11 @@ describe('router process lifecycle (SPEC §6)', () => {
         return false;
       },
       15_000,
-      'a first flush appended to the journal of the last snapshot',
-    ).catch((e: unknown) => {
-      const events = first.logs().filter((l) => String(l['event']).startsWith('state_'));
-      throw new Error(`${(e as Error).message}; journal: ${readFileSync(journal, 'utf8').slice(0, 500)}; state events: ${JSON.stringify(events)}`);
-    });
+      () =>
+        `a first flush appended to the journal of the last snapshot; journal: ${readFileSync(journal, 'utf8').slice(0, 500)}; state events: ${JSON.stringify(
+          first.logs().filter((l) => String(l['event']).startsWith('state_')),
+        )}`,
+    );
     const sessions = new Map<string, string>();
     for (let i = 0; i < 8; i++) {
       const r = await chatAs(`jrnl-${i}`);

@@ -57,13 +57,20 @@ export async function startTestRouter(config: unknown, flags: string[] = [], env
   };
 }
 
-/** Polls `probe` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
-export async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 5_000, what = 'condition'): Promise<T> {
+/**
+ * Polls `probe` until it returns a value other than undefined/false, or throws after `timeoutMs`.
+ * `what` names the condition in that error; as a function it is called then, to describe what was seen.
+ */
+export async function waitFor<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 5_000,
+  what: string | (() => string) = 'condition',
+): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const v = await probe();
     if (v !== undefined && v !== false) return v;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
