@@ -127,9 +127,9 @@ class NaiveDirectory {
       e.target = target;
       e.epoch = target.pinEpoch;
       e.lastUsed = now;
-      return;
+    } else {
+      this.entries.push({ id, target, epoch: target.pinEpoch, lastUsed: now });
     }
-    this.entries.push({ id, target, epoch: target.pinEpoch, lastUsed: now });
     const live = () => this.entries.filter((x) => x.epoch === x.target.pinEpoch);
     while (live().length > this.cap) {
       const victim = live().reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a));
@@ -156,6 +156,23 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
     assert.equal(d.lookup('s0', 4).status, 'live');
     assert.equal(d.lookup('s2', 4).status, 'live');
     assert.equal(d.size, 2);
+  });
+
+  it('re-pinning a released entry in place counts it against the cap again (the LRU live pin goes)', () => {
+    const t0 = { name: 't0', pinEpoch: 0, pins: 0 };
+    const t1 = { name: 't1', pinEpoch: 0, pins: 0 };
+    const d = new SessionDirectory<PinTarget>(1_000_000, 2);
+    d.pin('s0', t0, 1);
+    d.release(t0); // s0 stays in the map, released
+    d.pin('s1', t1, 2);
+    d.pin('s2', t1, 3);
+    d.pin('s0', t0, 4); // the released entry is live again: three live pins at cap 2
+    assert.equal(d.size, 2);
+    assert.equal(d.lookup('s1', 5).status, 'none');
+    assert.equal(d.lookup('s0', 5).status, 'live');
+    assert.equal(d.lookup('s2', 5).status, 'live');
+    assert.equal(t0.pins + t1.pins, 2);
+    assert.equal(d.evictedLru, 1);
   });
 
   it('property: same answers for any sequence of pins, lookups, touches, unpins, releases and sweeps', () => {

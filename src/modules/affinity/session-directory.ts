@@ -124,6 +124,8 @@ export class SessionDirectory<T extends PinTarget> {
       }
       this.lastUsedOf[s] = now;
       this.order.moveToTail(s);
+      // A released entry pinned again is one more live pin, as a new entry would be.
+      if (!wasLive && this.size > this.maxSessions) this.evictOverCap(now);
       return;
     }
     this.changes?.mark(id);
