@@ -199,13 +199,13 @@ describe('router process lifecycle (SPEC §6)', () => {
       const r = await simRequest(`${first.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': `keep-${i}` }, body: Buffer.from(chat()) });
       sessions.set(`keep-${i}`, String(r.headers['x-replica-name']));
     }
-    await waitFor(() => recordedPins(state).length === 6, 3_000, 'pins flushed to the state file');
+    await waitFor(() => recordedPins(state).length === 6, 10_000, 'pins flushed to the state file');
     first.child.kill('SIGKILL');
     await first.exited();
     for (const r of before) assert.ok(pidAlive(r.pid), 'replicas survive a router crash');
     const dead = before.find((r) => r.name === 'a-d2')!;
     process.kill(dead.pid, 'SIGKILL');
-    await waitFor(() => !pidAlive(dead.pid), 3_000, 'a-d2 to die');
+    await waitFor(() => !pidAlive(dead.pid), 10_000, 'a-d2 to die');
 
     const second = await spawnRouter(
       args.map((a) => (a === '3' ? '3' : a)),
@@ -297,7 +297,7 @@ describe('router process lifecycle (SPEC §6)', () => {
       sessions.set(`jrnl-${i}`, String(r.headers['x-replica-name']));
     }
     assert.equal(new Set(sessions.values()).size, 2, 'the sessions are spread over both replicas');
-    await waitFor(() => recordedPins(state).length === 9 + probe, 3_000, 'the pins flushed to the journal');
+    await waitFor(() => recordedPins(state).length === 9 + probe, 10_000, 'the pins flushed to the journal');
     assert.deepEqual(
       snapshotPins(state).filter((p) => sessions.has(p.id)),
       [],

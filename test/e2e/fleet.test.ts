@@ -218,7 +218,7 @@ describe('fleet (SPEC §6)', () => {
     const del = adminCall(router, 'DELETE', `/replicas/${victim}`);
     await waitFor(
       async () => (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { name: string }) => r.name === victim)?.draining,
-      2_000,
+      10_000,
       'draining',
     );
     assert.equal(await replicaState(router, victim), 'draining');

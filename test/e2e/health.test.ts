@@ -212,12 +212,12 @@ describe('health and failover (SPEC §5)', () => {
     );
     try {
       await sick.setFaults({ health: 'not_ready' });
-      await waitFor(async () => (await ready(router, 'sick')) === false, 3_000, 'sick to be demoted');
+      await waitFor(async () => (await ready(router, 'sick')) === false, 10_000, 'sick to be demoted');
       const before = (await sick.stats()).requests;
       for (let i = 0; i < 6; i++) assert.equal((await post(router, { 'x-session-id': `n${i}` })).headers['x-replica-name'], 'well');
       assert.equal((await sick.stats()).requests, before);
       await sick.setFaults({ health: 'ok' });
-      await waitFor(async () => (await ready(router, 'sick')) === true, 3_000, 'sick to be promoted');
+      await waitFor(async () => (await ready(router, 'sick')) === true, 10_000, 'sick to be promoted');
       const names = new Set<string>();
       for (let i = 0; i < 4; i++) names.add(String((await post(router, { 'x-session-id': `m${i}` })).headers['x-replica-name']));
       assert.ok(names.has('sick'));
@@ -236,9 +236,9 @@ describe('health and failover (SPEC §5)', () => {
       await flaky.setFaults({ health: 'not_ready' });
       // wait until a failed poll has been recorded, then heal before the third
       const replica = router.app.get(RegistryService).get('flaky')!;
-      await waitFor(() => replica.failures >= 1, 3_000, 'one failed poll');
+      await waitFor(() => replica.failures >= 1, 10_000, 'one failed poll');
       await flaky.setFaults({ health: 'ok' });
-      await waitFor(() => replica.failures === 0, 3_000, 'a good poll');
+      await waitFor(() => replica.failures === 0, 10_000, 'a good poll');
       assert.equal(replica.ready, true);
     } finally {
       await router.close();
@@ -288,7 +288,7 @@ describe('health and failover (SPEC §5)', () => {
     router.app.get(AdmissionService).onLeave((outcome) => queued.push(outcome));
     try {
       await sim.setFaults({ health: 'not_ready' });
-      await waitFor(async () => (await health(router)).status === 503, 3_000, '/health to turn 503');
+      await waitFor(async () => (await health(router)).status === 503, 10_000, '/health to turn 503');
       const h = await health(router);
       assert.equal(h.body.status, 'no_replicas');
       for (let i = 0; i < 5; i++) {
@@ -298,7 +298,7 @@ describe('health and failover (SPEC §5)', () => {
         assert.equal(r.status, 503);
         // At once (SPEC: < 100 ms): never held in the 30 s admission queue. The bound is far below
         // the queue timeout rather than at 100 ms, which a loaded 2-core runner can overshoot.
-        assert.ok(took < 1_000, `took ${took} ms`);
+        assert.ok(took < 5_000, `took ${took} ms`);
         assert.equal(r.headers['retry-after'], '1');
         // The router headers of SPEC §3: no replica was chosen, the decision is `none`.
         assert.equal(r.headers['x-session-id'], 'lonely');

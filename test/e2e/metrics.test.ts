@@ -122,7 +122,7 @@ describe('accounting invariant under mixed outcomes', () => {
           const { samples } = await scrape(router);
           return sum(samples, 'affinity_router_requests_received_total') === sent && sum(samples, 'affinity_router_request_terminations_total') === sent;
         },
-        3_000,
+        10_000,
         'every request accounted',
       );
       const { samples, problems } = await scrape(router);

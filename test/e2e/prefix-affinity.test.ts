@@ -171,12 +171,12 @@ describe('prefix affinity for requests without a session id (SPEC §4.1)', () =>
     try {
       await stream();
       await stream();
-      await waitFor(() => router.outstanding(home) === 2, 2_000, 'two streams in flight');
+      await waitFor(() => router.outstanding(home) === 2, 10_000, 'two streams in flight');
       const kept = await conv.turn(router.url);
       assert.equal(kept.headers['x-router-affinity'], 'prefix', 'at +2 with slack 2 the prefix holds');
       assert.equal(replicaOf(kept), home);
       await stream();
-      await waitFor(() => router.outstanding(home) === 3, 2_000, 'three streams in flight');
+      await waitFor(() => router.outstanding(home) === 3, 10_000, 'three streams in flight');
       const moved = await conv.turn(router.url);
       assert.equal(moved.headers['x-router-affinity'], 'switch;reason=overload');
       assert.notEqual(replicaOf(moved), home);

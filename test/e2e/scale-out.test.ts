@@ -207,7 +207,7 @@ describe('scale-out through Redis (issue 8)', () => {
       // command timeout). The bound is far above that and far below a request held until Redis
       // returns, rather than a latency a loaded runner may overshoot.
       const took = performance.now() - t0;
-      assert.ok(took < 2_000, `answered after ${Math.round(took)} ms with Redis down`);
+      assert.ok(took < 5_000, `answered after ${Math.round(took)} ms with Redis down`);
     }
     const metrics = (await simRequest(`${router.url}/metrics`)).body.toString();
     assert.match(metrics, /affinity_router_session_store_up 0/);

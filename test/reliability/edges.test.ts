@@ -119,7 +119,7 @@ describe('hostile input at the edges (issue 19)', () => {
       assert.equal(r.status, 401, `${what}: ${r.body.toString().slice(0, 200)}`);
       assert.match(String(r.headers['content-type']), /application\/problem\+json/);
       assert.equal(r.headers['www-authenticate'], 'Bearer');
-      const lines = await waitFor(() => audits(router).length > before && audits(router).slice(before), 2_000, `the audit line of ${what}`);
+      const lines = await waitFor(() => audits(router).length > before && audits(router).slice(before), 10_000, `the audit line of ${what}`);
       assert.equal(lines.length, 1, what);
       assert.deepEqual([lines[0]['who'], lines[0]['result']], ['unauthenticated', 'http_401']);
     }

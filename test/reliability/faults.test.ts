@@ -69,7 +69,7 @@ describe('replica faults (issue 7 §1)', () => {
     routers.push(r);
     // the first probes run at start with up to 500 ms jitter: a good one landing mid-test would reset the failure count
     const registry = r.app.get(RegistryService);
-    await waitFor(() => sims.every((s) => registry.get(s.name)?.lastHealth !== null), 3_000, 'the first health probes');
+    await waitFor(() => sims.every((s) => registry.get(s.name)?.lastHealth !== null), 10_000, 'the first health probes');
     return r;
   };
   after(async () => {
@@ -90,7 +90,7 @@ describe('replica faults (issue 7 §1)', () => {
       assert.ok(Number.isInteger(declared) && seen.body.length < declared, `got ${seen.body.length} of ${declared} bytes`);
       assert.throws(() => JSON.parse(seen.body.toString()), 'the partial body does not parse');
     }
-    await waitFor(() => router.outstanding('resetter') === 0, 2_000, 'in-flight back to 0');
+    await waitFor(() => router.outstanding('resetter') === 0, 10_000, 'in-flight back to 0');
     const st = await sim.stats();
     assert.equal(st.requests, 1, 'a request that reached the replica is never replayed');
     assert.equal(st.resets, 1);
@@ -111,9 +111,9 @@ describe('replica faults (issue 7 §1)', () => {
     assert.equal(seen.status, 200, 'the headers were relayed before the stall');
     assert.equal(seen.complete, false, 'a stalled body never looks complete');
     assert.ok(seen.body.length < Number(seen.headers['content-length']), `got ${seen.body.length} of ${String(seen.headers['content-length'])} bytes`);
-    assert.ok(took >= 450 && took < 2_000, `cut after ${Math.round(took)} ms`);
-    await waitFor(() => router.outstanding('staller') === 0, 1_000, 'in-flight back to 0');
-    await waitFor(async () => (await sim.stats()).aborted === 1, 2_000, 'the replica to see the upstream request destroyed');
+    assert.ok(took >= 450 && took < 5_000, `cut after ${Math.round(took)} ms`);
+    await waitFor(() => router.outstanding('staller') === 0, 10_000, 'in-flight back to 0');
+    await waitFor(async () => (await sim.stats()).aborted === 1, 10_000, 'the replica to see the upstream request destroyed');
     const acc = await accounting(router.url);
     assert.deepEqual([acc.byCause['upstream_timeout'], acc.inflight], [1, 0]);
   });
@@ -150,12 +150,12 @@ describe('replica faults (issue 7 §1)', () => {
     const seen = await send(`${router.url}/v1/chat/completions`, { 'x-session-id': 'mute-1' }, chat({ stream: true }));
     const took = performance.now() - t0;
     assert.equal(seen.status, 504);
-    assert.ok(took >= 450 && took < 2_000, `answered after ${Math.round(took)} ms`);
+    assert.ok(took >= 450 && took < 5_000, `answered after ${Math.round(took)} ms`);
     const e = JSON.parse(seen.body.toString()) as Record<string, string>;
     assert.deepEqual([e['object'], e['type'], e['code']], ['error', 'timeout', 'replica_timeout']);
     assert.equal(seen.headers['x-session-id'], 'mute-1');
-    await waitFor(() => router.outstanding('mute') === 0, 1_000, 'in-flight back to 0');
-    await waitFor(async () => (await sim.stats()).aborted === 1, 2_000, 'the replica to see the upstream request destroyed');
+    await waitFor(() => router.outstanding('mute') === 0, 10_000, 'in-flight back to 0');
+    await waitFor(async () => (await sim.stats()).aborted === 1, 10_000, 'the replica to see the upstream request destroyed');
     assert.equal(replicaOf(router, 'mute').ready, true, 'a timeout is not a health failure (fall=1)');
   });
 
@@ -171,15 +171,15 @@ describe('replica faults (issue 7 §1)', () => {
     assert.equal(s.headers['x-replica-name'], 'sick');
     await s.waitForEvents(1);
     await sick.setFaults({ health: 'not_ready' });
-    await waitFor(() => !replicaOf(router, 'sick').ready, 3_000, 'sick to be demoted');
+    await waitFor(() => !replicaOf(router, 'sick').ready, 10_000, 'sick to be demoted');
     assert.ok((replicaOf(router, 'sick').lastHealth?.status ?? 0) === 503);
     const moved = await send(`${router.url}/v1/chat/completions`, { 'x-session-id': 'S' }, chat({ max_tokens: 2 }));
     assert.deepEqual([moved.status, moved.headers['x-replica-name'], moved.headers['x-router-affinity']], [200, 'well', 'switch;reason=unhealthy']);
     assert.equal(await s.done, 'end', 'demotion does not cut a stream in flight');
     assert.equal(s.events.at(-1)?.data, '[DONE]');
-    await waitFor(() => router.outstanding('sick') === 0, 1_000, 'in-flight on sick back to 0');
+    await waitFor(() => router.outstanding('sick') === 0, 10_000, 'in-flight on sick back to 0');
     await sick.setFaults({ health: 'ok' });
-    await waitFor(() => replicaOf(router, 'sick').ready, 3_000, 'sick to be promoted after rise=2');
+    await waitFor(() => replicaOf(router, 'sick').ready, 10_000, 'sick to be promoted after rise=2');
     const stay = await send(`${router.url}/v1/chat/completions`, { 'x-session-id': 'S' }, chat({ max_tokens: 2 }));
     assert.deepEqual([stay.headers['x-replica-name'], stay.headers['x-router-affinity']], ['well', 'retain'], 'no ping-pong back to the recovered replica');
     const names = new Set<string>();

@@ -114,7 +114,7 @@ describe('state file write failures (issue 7 §6)', () => {
     const router = await routerWithReplica(path);
     routers.push(router);
     await newSessions(router, 'early', 10);
-    await waitFor(() => recordedPins(path).length === 10, 3_000, 'the pins written');
+    await waitFor(() => recordedPins(path).length === 10, 10_000, 'the pins written');
     const before = readFileSync(path, 'utf8');
     const filler = fill(dir);
     for (let i = 0; i < 10; i++) {
@@ -148,7 +148,7 @@ describe('state file write failures (issue 7 §6)', () => {
     const router = await routerWithReplica(path);
     routers.push(router);
     await newSessions(router, 'small', 20);
-    await waitFor(() => recordedPins(path).length === 20, 3_000, 'the pins written');
+    await waitFor(() => recordedPins(path).length === 20, 10_000, 'the pins written');
     assert.ok(readFileSync(path).length < 4096, 'the first file fits in one page');
     fill(dir, 4096); // one page left: the next, larger file gets a short write
     await newSessions(router, 'grow', 120);
@@ -178,7 +178,7 @@ describe('state file write failures (issue 7 §6)', () => {
     const router = await startTestRouter({ replicas: [{ name: 'nd', host: '127.0.0.1', port: sim.port }] }, ['--state-file', path, '--discard-state'], ENV);
     routers.push(router);
     await newSessions(router, 'nd', 5);
-    await waitFor(() => failures(router).length === 1, 3_000, 'the write failure logged');
+    await waitFor(() => failures(router).length === 1, 10_000, 'the write failure logged');
     const rz = await readyz(router);
     assert.equal(rz.status, 200);
     assert.match(rz.body.degraded?.['state_file'] ?? '', /ENOTDIR|EEXIST|not a directory/i);

@@ -70,7 +70,7 @@ describe('simulator faults', () => {
       'aborted',
       () => sim.stats(),
       (st) => st.aborted === before.aborted + 1,
-      1_000,
+      10_000,
     );
     assert.equal(s.inflight, 0);
   });
@@ -87,7 +87,7 @@ describe('simulator faults', () => {
       'aborted counted',
       () => sim.stats(),
       (st) => st.inflight === 0 && st.aborted >= 1,
-      1_000,
+      10_000,
     );
   });
 
