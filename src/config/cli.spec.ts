@@ -1,10 +1,10 @@
 /** loadConfigOrExit seen from outside: a child process, its exit code, stdout and stderr. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { tempDir } from '../common/temp-dir.fake.js';
 
 const CLI = new URL('./cli.js', import.meta.url).href;
 const SCRIPT = `import { loadConfigOrExit } from ${JSON.stringify(CLI)};
@@ -21,7 +21,7 @@ function run(args: string[], env: Record<string, string> = {}): { code: number |
 }
 
 describe('loadConfigOrExit', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cli-spec-'));
+  const dir = tempDir('cli-spec-');
   after(() => rmSync(dir, { recursive: true, force: true }));
   const good = join(dir, 'good.json');
   const bad = join(dir, 'bad.json');

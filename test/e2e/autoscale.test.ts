@@ -1,12 +1,12 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { simRequest, simStream, stopAllSims, type SimStream } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 /**
  * The autoscaler (SPEC §6.1) against simulator replicas launched into slots, with short windows
@@ -209,7 +209,7 @@ describe('autoscaling (SPEC §6.1)', () => {
 
   it('SIGTERM during a scale-up launch: clean exit, no replica left running, state file empty', async () => {
     const base = await freePortRange(2);
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-as-up-')), 'state.json');
+    const state = join(tempDir('ar-as-up-'), 'state.json');
     const cfg = writeTempConfig({ hosts: [simHost('u', [0, 1], base, ['--startup-delay', '30'])], autoscale: { min: 2, interval: 0.1 } });
     const router = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--state-file', state, ...FAST], ENV);
     procs.push(router);
@@ -227,7 +227,7 @@ describe('autoscaling (SPEC §6.1)', () => {
 
   it('PATCH /fleet/autoscaler pauses it (validated, audited); SIGTERM during the scale-in drain that follows its resumption: the streams finish, clean exit, no replica left running, state file empty', async () => {
     const base = await freePortRange(2);
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-as-down-')), 'state.json');
+    const state = join(tempDir('ar-as-down-'), 'state.json');
     const cfg = writeTempConfig({
       hosts: [simHost('d', [0, 1], base, ['--itl-ms', '50'])],
       autoscale: { min: 1, max: 2, target_inflight: 2, interval: 0.1, up_after: 30, down_after: 0.5 },

@@ -6,12 +6,12 @@
  * behind.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { killRunning, runNode, type Exit } from '../support/run-node.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
 const DEADLINE_MS = 60_000;
@@ -49,7 +49,7 @@ function record(v: unknown): Record<string, unknown> {
 
 describe('bench harness smoke run', () => {
   it('runs scenario (a) for 1 s against one simulator and writes tables, JSON, report and chart', async () => {
-    const out = mkdtempSync(join(tmpdir(), 'ar-bench-smoke-'));
+    const out = tempDir('ar-bench-smoke-');
     dirs.push(out);
     const r = await runBench(['--only', 'a', '--duration', '1', '--sims', '1', '--without', 'haproxy', '--out', out]);
     assert.equal(r.code, 0, `bench exited ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);

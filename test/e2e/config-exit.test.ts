@@ -4,12 +4,12 @@
  * before anything listens.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { killRunning, runNode, type Exit } from '../support/run-node.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const DEADLINE_MS = 30_000;
@@ -41,7 +41,7 @@ function assertConfigExit(result: Exit, expected: readonly [path: string, messag
 }
 
 describe('main exits 2 on invalid config or flags', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'config-exit-'));
+  const dir = tempDir('config-exit-');
   after(() => {
     killRunning();
     rmSync(dir, { recursive: true, force: true });

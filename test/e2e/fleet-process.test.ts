@@ -1,7 +1,6 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
@@ -12,6 +11,7 @@ import { journalPathOf } from '../../src/modules/fleet/state-journal.js';
 import { parseProm, sum } from '../support/prom.js';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 const chat = (extra: Record<string, unknown> = {}) =>
@@ -95,7 +95,7 @@ describe('router process lifecycle (SPEC §6)', () => {
     });
     await new Promise<void>((r) => blackHole.listen(base + 1, '127.0.0.1', r));
     try {
-      const state = join(mkdtempSync(join(tmpdir(), 'ar-early-')), 'state.json');
+      const state = join(tempDir('ar-early-'), 'state.json');
       writeFileSync(state, JSON.stringify({ replicas: [{ slot: 'h-d1', host: 'h', devices: [1], address: '127.0.0.1', port: base + 1 }] }));
       const cfg = writeTempConfig({ hosts: [simHost('h', [0, 1], base)] });
       const child = spawn(
@@ -148,7 +148,7 @@ describe('router process lifecycle (SPEC §6)', () => {
 
   it('exits at once (130) on a second SIGINT during the drain; the replicas it did not stop yet are adopted by the next start', async () => {
     const base = await freePortRange(1);
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-twice-')), 'state.json');
+    const state = join(tempDir('ar-twice-'), 'state.json');
     const cfg = writeTempConfig({ hosts: [simHost('f', [0], base, ['--itl-ms', '100'])] });
     const args = ['--config', cfg, '--initial-replicas', '1', '--health-interval', '0.2', '--state-file', state];
     const router = await spawnRouter(args, ENV);
@@ -186,7 +186,7 @@ describe('router process lifecycle (SPEC §6)', () => {
 
   it('after kill -9 adopts the same pids on restart, keeps their sessions, launches nothing extra, reports the dead one as an orphan', async () => {
     const base = await freePortRange(3);
-    const dir = mkdtempSync(join(tmpdir(), 'ar-state-'));
+    const dir = tempDir('ar-state-');
     const state = join(dir, 'state.json');
     const cfg = writeTempConfig({ hosts: [simHost('a', [0, 1, 2], base)] });
     const args = ['--config', cfg, '--initial-replicas', '3', '--health-interval', '0.2', '--state-file', state];
@@ -260,7 +260,7 @@ describe('router process lifecycle (SPEC §6)', () => {
 
   it('after kill -9, a restart adopts the pins made after the last snapshot, which only the journal holds', async () => {
     const base = await freePortRange(2);
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-journal-')), 'state.json');
+    const state = join(tempDir('ar-journal-'), 'state.json');
     const journal = journalPathOf(state);
     const cfg = writeTempConfig({ hosts: [simHost('j', [0, 1], base)] });
     const args = ['--config', cfg, '--initial-replicas', '2', '--health-interval', '0.2', '--state-file', state];
@@ -344,7 +344,7 @@ describe('router process lifecycle (SPEC §6)', () => {
     killedPids.push(rep.pid);
     first.child.kill('SIGKILL');
     await first.exited();
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-pypto-')), 'state.json');
+    const state = join(tempDir('ar-pypto-'), 'state.json');
     writeFileSync(state, JSON.stringify({ replicas: [{ slot: 'p-d0', host: 'p', devices: [0], address: '127.0.0.1', port: base }] }, null, 2));
     const second = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--state-file', state], ENV);
     procs.push(second);
@@ -366,7 +366,7 @@ describe('router process lifecycle (SPEC §6)', () => {
   it('exits 2 on a corrupt or future state file unless --discard-state', async () => {
     const base = await freePortRange(1);
     const cfg = writeTempConfig({ hosts: [simHost('z', [0], base)] });
-    const dir = mkdtempSync(join(tmpdir(), 'ar-bad-'));
+    const dir = tempDir('ar-bad-');
     const corrupt = join(dir, 'corrupt.json');
     writeFileSync(corrupt, '{"version": 1, "replicas": [');
     const r1 = await runRouter(['--config', cfg, '--state-file', corrupt, '--initial-replicas', '0']);

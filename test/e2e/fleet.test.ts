@@ -1,13 +1,13 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSim, simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { freePortRange, pidAlive } from '../support/router-process.js';
 import { fleetEvents, replicaState, simHost } from '../support/fleet.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const TOKEN_ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 
@@ -325,7 +325,7 @@ describe('adoption proves a recorded pid before it may be signalled (SPEC §6)',
   };
 
   const stateFile = (host: string, port: number, pid: number): string => {
-    const path = join(mkdtempSync(join(tmpdir(), 'ar-adopt-')), 'state.json');
+    const path = join(tempDir('ar-adopt-'), 'state.json');
     const replica = { slot: `${host}-d0`, host, devices: [0], address: '127.0.0.1', port, scheme: 'http', pid, launched_at: null, model: 'sim-model' };
     writeFileSync(path, JSON.stringify({ version: 1, epoch: 1, replicas: [replica], sessions: [] }));
     return path;

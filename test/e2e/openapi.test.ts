@@ -6,13 +6,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stableJson } from '../../src/tools/openapi-json.js';
 import { simRequest } from '../support/sim-process.js';
 import { startTestRouter, type TestRouter } from '../support/router.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The compiled test lives at dist-test/test/e2e/: three levels below the repository root. */
@@ -77,7 +77,7 @@ describe('OpenAPI document: committed openapi.json has no drift', () => {
   });
 
   it('is reproduced byte for byte by the write-openapi script', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'ar-openapi-'));
+    const dir = tempDir('ar-openapi-');
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const out = join(dir, 'openapi.json');
     const run = await runNode(WRITER, [out], 60_000);

@@ -1,7 +1,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopAllSims } from '../support/sim-process.js';
@@ -9,6 +9,7 @@ import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/rout
 import { freePortRange, spawnRouter, type RouterProcess } from '../support/router-process.js';
 import { startSshServer } from '../../src/modules/launcher/transports/ssh-server.fake.js';
 import { shellWords } from '../../src/config/shell-words.fake.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RECORDER = resolve(HERE, '../support/record-argv.js');
@@ -29,7 +30,7 @@ interface Recorded {
  * and exits. Nothing listens: only the launch argv is under test.
  */
 function stubPrograms(names: string[]): { bin: string; records: string; read(file: string): Recorded | undefined } {
-  const root = mkdtempSync(join(tmpdir(), 'ar-pypto-stub-'));
+  const root = tempDir('ar-pypto-stub-');
   const bin = join(root, 'bin');
   const records = join(root, 'records');
   mkdirSync(bin);
@@ -69,7 +70,7 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
 
   it('loads a pypto config unchanged with --replicas and launches the pypto serve argv as one quoted wrapper argument', async () => {
     const base = await freePortRange(2);
-    const dir = mkdtempSync(join(tmpdir(), 'ar-pypto-'));
+    const dir = tempDir('ar-pypto-');
     const record = join(dir, 'argv.json');
     // Only the keys pypto-serving-router knows; serve_args with JSON braces; env with {device}.
     const config = {
@@ -178,8 +179,8 @@ describe('pypto-serving-router compatibility (SPEC §2)', () => {
     try {
       const original = JSON.parse(readFileSync(PYPTO_CONFIG, 'utf8')) as { hosts: Array<Record<string, unknown>> };
       const copy = structuredClone(original);
-      const work = mkdtempSync(join(tmpdir(), 'ar-pypto-work-'));
-      const logs = join(mkdtempSync(join(tmpdir(), 'ar-pypto-logs-')), 'nested');
+      const work = tempDir('ar-pypto-work-');
+      const logs = join(tempDir('ar-pypto-logs-'), 'nested');
       // Only where node02 is and where it keeps files change; what it launches is as shipped.
       const moved = {
         ssh: `${userInfo().username}@127.0.0.1`,

@@ -1,8 +1,8 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { spawnSim, stopAllSims } from '../support/sim-process.js';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
@@ -10,6 +10,7 @@ import { freePortRange, pidAlive } from '../support/router-process.js';
 import { fleetEvents, simHost } from '../support/fleet.js';
 import { startSshServer, type TestSshServer } from '../../src/modules/launcher/transports/ssh-server.fake.js';
 import { startRealSshd, realSshdUnavailableReason } from '../../src/modules/launcher/transports/real-sshd.fake.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 
@@ -195,7 +196,7 @@ describe('ssh hosts (SPEC §7)', () => {
     const unproven = await spawnSim({ name: 'r-d1', port: base + 1 });
     const sleeper = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
     try {
-      const state = join(mkdtempSync(join(tmpdir(), 'ar-ssh-adopt-')), 'state.json');
+      const state = join(tempDir('ar-ssh-adopt-'), 'state.json');
       const entry = (slot: string, device: number, pid: number) => ({
         slot,
         host: 'r',

@@ -11,14 +11,14 @@
  * counted, not kept), /proc sampling of RSS and open fds, and a /metrics scrape.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { Agent, request, type IncomingMessage } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MAIN_ENTRY } from '../support/router-process.js';
 import { parseProm, sum, type Sample } from '../support/prom.js';
 import { simRequest } from '../support/sim-process.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 /** How {@link runLoad} chooses session ids. */
 export type SessionMode = 'unique' | { readonly pool: number };
@@ -233,7 +233,7 @@ export async function startQuietRouter(
   opts: { env?: Record<string, string>; keepLog?: boolean } = {},
   timeoutMs = 30_000,
 ): Promise<QuietRouter> {
-  const dir = mkdtempSync(join(tmpdir(), 'ar-load-'));
+  const dir = tempDir('ar-load-');
   const logFile = join(dir, 'router.log');
   const errFile = join(dir, 'router.err');
   const out = openSync(logFile, 'a');

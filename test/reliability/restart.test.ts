@@ -5,13 +5,12 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simRequest, simStream, stopAllSims, type SimStream } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 const chat = (extra: Record<string, unknown> = {}): string =>
@@ -45,7 +44,7 @@ describe('router crash under load (issue 7 §5)', () => {
 
   it('after SIGKILL with requests in flight, a restart adopts the same pids, keeps serving, relaunches nothing and double-books no slot', async () => {
     const base = await freePortRange(3);
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-crash-')), 'state.json');
+    const state = join(tempDir('ar-crash-'), 'state.json');
     const cfg = writeTempConfig({ hosts: [simHost('k', [0, 1, 2], base, ['--itl-ms', '20'])] });
     const args = ['--config', cfg, '--initial-replicas', '2', '--health-interval', '0.2', '--state-file', state];
     const first = await spawnRouter(args, ENV);

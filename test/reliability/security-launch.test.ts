@@ -8,7 +8,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { simRequest, stopAllSims } from '../support/sim-process.js';
@@ -16,6 +16,7 @@ import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from
 import { freePortRange, pidAlive } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
 import { startSshServer, type TestSshServer } from '../../src/modules/launcher/transports/ssh-server.fake.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 
@@ -111,7 +112,7 @@ describe('launch security (issue 7 §10)', () => {
     servers.push(server);
     const { model, markers } = hostileModel();
     const base = await freePortRange(1);
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-sshsec-')), 'state.json');
+    const state = join(tempDir('ar-sshsec-'), 'state.json');
     const host = simHost('remote', [0], base, [], {
       model,
       ssh: `${userInfo().username}@127.0.0.1`,

@@ -7,14 +7,14 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSim, simRequest, stopAllSims } from '../support/sim-process.js';
 import { startTestRouter, waitFor, writeTempConfig, type TestRouter } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 /** One GET with `token`, on a keep-alive agent; resolves with the status and the time taken (ms). */
 function timedGet(agent: Agent, url: string, token: string): Promise<{ status: number; ms: number }> {
@@ -79,7 +79,7 @@ describe('admin token secrecy (issue 7 §10)', () => {
     const sim = await spawnSim({ name: 'st' });
     const base = await freePortRange(2);
     const host = simHost('h', [0, 1], base);
-    const state = join(mkdtempSync(join(tmpdir(), 'ar-secret-')), 'state.json');
+    const state = join(tempDir('ar-secret-'), 'state.json');
     const cfg = writeTempConfig({ replicas: [{ name: 'st', host: '127.0.0.1', port: sim.port }], hosts: [host] });
     const router = await spawnRouter(['--config', cfg, '--initial-replicas', '1', '--health-interval', '0.2', '--state-file', state], {
       ROUTER_ADMIN_TOKEN: token,

@@ -17,6 +17,7 @@ import { freePortRange, MAIN_ENTRY } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
 import { recordedPins } from '../support/state-file.js';
 import { StateService } from '../../src/modules/fleet/state.service.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 const mounts: string[] = [];
@@ -163,7 +164,7 @@ describe('state file write failures (issue 7 §6)', () => {
   it('a state file under a regular file (ENOTDIR) is a start-up error naming the path (exit 2), and with --discard-state it routes degraded', async () => {
     const sim = await spawnSim({ name: 'nd' });
     const cfg = writeTempConfig({ replicas: [{ name: 'nd', host: '127.0.0.1', port: sim.port }] });
-    const file = join(mkdtempSync(join(tmpdir(), 'ar-notdir-')), 'plain-file');
+    const file = join(tempDir('ar-notdir-'), 'plain-file');
     writeFileSync(file, 'not a directory');
     const path = join(file, 'state.json');
     const run = spawn(process.execPath, [MAIN_ENTRY, '--config', cfg, '--host', '127.0.0.1', '--port', '0', '--state-file', path], {

@@ -1,14 +1,14 @@
 /** The simulator as a process: startup delay, TLS, signals and argv errors. */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { freePort, tcpProbe, SIM_ENTRY, simRequest, spawnSim, stopAllSims } from '../support/sim-process.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
@@ -61,7 +61,7 @@ describe('simulator process', () => {
   });
 
   it('serves https with --tls-cert/--tls-key', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sim-tls-'));
+    const dir = tempDir('sim-tls-');
     after(() => rmSync(dir, { recursive: true, force: true }));
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');

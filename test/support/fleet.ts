@@ -1,8 +1,6 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { SIM_ENTRY, simRequest } from './sim-process.js';
 import { parseProm, sum } from './prom.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 /** A local host whose replicas are simulator processes (config-file shape). */
 export function simHost(name: string, devices: number[], portBase: number, simArgs: string[] = [], extra: Record<string, unknown> = {}) {
@@ -12,7 +10,7 @@ export function simHost(name: string, devices: number[], portBase: number, simAr
     port_base: portBase,
     model: 'sim-model',
     command: [process.execPath, SIM_ENTRY, '--port', '{port}', '--name', '{slot}', '--model', '{model}', '--devices', '{devices}', ...simArgs],
-    log_dir: mkdtempSync(join(tmpdir(), 'ar-fleet-')),
+    log_dir: tempDir('ar-fleet-'),
     ...extra,
   };
 }

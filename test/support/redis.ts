@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { freePort } from './sim-process.js';
 import { waitFor } from './router.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
 
@@ -24,7 +23,7 @@ export async function startRedis(): Promise<TestRedis | null> {
     return null;
   }
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'ar-redis-'));
+  const dir = tempDir('ar-redis-');
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
     child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });

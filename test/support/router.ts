@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -11,6 +10,7 @@ import { after, before } from 'node:test';
 import { simRequest, spawnSim, stopAllSims } from './sim-process.js';
 import { collectLogLines } from './log-lines.js';
 import { ShutdownService } from '../../src/modules/lifecycle/shutdown.service.js';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 /** A router booted in this process (real AppModule on Fastify, real sockets). */
 export interface TestRouter {
@@ -27,7 +27,7 @@ export interface TestRouter {
 }
 
 export function writeTempConfig(config: unknown, name = 'config.json'): string {
-  const dir = mkdtempSync(join(tmpdir(), 'ar-test-'));
+  const dir = tempDir('ar-test-');
   const p = join(dir, name);
   writeFileSync(p, typeof config === 'string' ? config : JSON.stringify(config, null, 2));
   return p;

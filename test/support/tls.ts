@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 /** A self-signed certificate for 127.0.0.1/localhost, made with the machine's openssl. */
 export function makeSelfSignedCert(): { certFile: string; keyFile: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'ar-tls-'));
+  const dir = tempDir('ar-tls-');
   const certFile = join(dir, 'cert.pem');
   const keyFile = join(dir, 'key.pem');
   execFileSync(

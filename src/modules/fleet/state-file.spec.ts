@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readStateFile, writeStateFile, STATE_VERSION, type StatePin } from './state-file.js';
 import { PinEncoder } from './state-pins.js';
+import { tempDir } from '../../common/temp-dir.fake.js';
 
 /** Encoded pins in chunks of at most `size` bytes (a chunk is written before the next is made). */
 function* encode(pins: readonly StatePin[], size?: number): Generator<Uint8Array> {
@@ -57,7 +57,7 @@ describe('state file', () => {
   });
 
   it('writes atomically: a complete file, no temporary left behind, and a failure leaves the old file whole', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ar-state-'));
+    const dir = tempDir('ar-state-');
     const p = join(dir, 'nested', 'state.json');
     await writeStateFile(p, { version: 1, epoch: 3, replicas: [] }, encode([{ id: 's', replica: 'r' }]));
     await writeStateFile(p, { version: 1, epoch: 4, replicas: [] });
@@ -89,7 +89,7 @@ describe('state file', () => {
         model: 'm',
       },
     ];
-    const p = join(mkdtempSync(join(tmpdir(), 'ar-state-')), 'state.json');
+    const p = join(tempDir('ar-state-'), 'state.json');
     await writeStateFile(p, { version: 1, epoch: 7, written_at: '2026-01-02T00:00:00.000Z', replicas }, encode(pins, 64));
     const r = readStateFile(p);
     assert.equal(r.kind, 'ok');

@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FleetState, StatePin } from './state-file.js';
 import { appendJournal, createJournal, encodeJournalLine, journalPathOf, readJournal, type JournalRead } from './state-journal.js';
+import { tempDir } from '../../common/temp-dir.fake.js';
 
 const TOKEN = 'feedc0de';
 /** A snapshot naming the journal `journal` (null: an older snapshot that names none). */
@@ -133,7 +133,7 @@ describe('state file journal', () => {
   });
 
   it('creates a journal atomically with its header, appends whole lines, and never creates one by appending', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ar-journal-'));
+    const dir = tempDir('ar-journal-');
     const path = journalPathOf(join(dir, 'state.json'));
     assert.equal(path, join(dir, 'state.json.journal'));
     assert.equal(await createJournal(path, TOKEN), header().length);

@@ -1,7 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -18,6 +17,7 @@ import { StateService } from './state.service.js';
 import type { StateWrite } from './loop-hold.js';
 import { JOURNAL_LINE_MAX_IDS, journalPathOf } from './state-journal.js';
 import type { ConfigError } from '../../config/config-error.js';
+import { tempDir } from '../../common/temp-dir.fake.js';
 
 /** Enough pins for a write to span many slices and chunks (state-pins.ts). */
 const MANY = 200_000;
@@ -35,7 +35,7 @@ const replica = (slot: string): StateReplica => ({
 });
 
 /** A StateService over a real directory and a real file, with hand-written fakes for the rest. */
-function setup(pins: number, path = join(mkdtempSync(join(tmpdir(), 'ar-statesvc-')), 'state.json'), room = 1_000) {
+function setup(pins: number, path = join(tempDir('ar-statesvc-'), 'state.json'), room = 1_000) {
   const clock = new ManualClock(1_000);
   const directory = new SessionDirectory<PinTarget>(3_600_000, pins + room);
   const targets = { a: { name: 'h-a', pinEpoch: 0, pins: 0 }, b: { name: 'h-b', pinEpoch: 0, pins: 0 } };
@@ -154,7 +154,7 @@ describe('StateService writes', () => {
   });
 
   it('logs a failing write once per distinct error, shows it in /readyz, and clears it once a write succeeds', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ar-statesvc-'));
+    const dir = tempDir('ar-statesvc-');
     writeFileSync(join(dir, 'blocker'), 'a regular file where a directory should be');
     const s = setup(10, join(dir, 'blocker', 'state.json'));
     s.svc.saveFleet([replica('h-a')]);

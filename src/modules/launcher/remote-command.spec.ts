@@ -69,7 +69,7 @@ describe('remote command builders', () => {
 
   for (const shell of SHELLS) {
     it(`launch line run by ${shell}: argv arrives literally, nothing is injected, the echoed pid leads its own group`, async (t) => {
-      const dir = await replicaTempDir(t, 'remote-command-');
+      const dir = replicaTempDir(t, 'remote-command-');
       const workdir = join(dir, 'work dir; $(x)');
       await mkdir(workdir);
       const pwned = join(tmpdir(), `pwned-${randomBytes(6).toString('hex')}`);
@@ -91,15 +91,15 @@ describe('remote command builders', () => {
       assert.equal(existsSync(pwned), false, 'no command substitution ran');
     });
 
-    it(`launch line run by ${shell} fails (non-zero, no pid) when the workdir is missing`, async (t) => {
-      const dir = await replicaTempDir(t, 'remote-command-');
+    it(`launch line run by ${shell} fails (non-zero, no pid) when the workdir is missing`, (t) => {
+      const dir = replicaTempDir(t, 'remote-command-');
       const res = run(shell, buildLaunchLine({ argv: ['sleep', '30'], env: {}, logPath: join(dir, 'l.log'), workdir: join(dir, 'nope') }));
       assert.notEqual(res.code, 0);
       assert.equal(parseEchoedPid(res.stdout), null);
     });
 
     it(`stop line run by ${shell}: an exec'd \`pkill -f\` does not kill its own shell`, async (t) => {
-      const dir = await replicaTempDir(t, 'remote-command-');
+      const dir = replicaTempDir(t, 'remote-command-');
       const marker = `stop-marker-${randomBytes(6).toString('hex')}`;
       const launched = run(shell, buildLaunchLine({ argv: replicaArgv([marker]), env: {}, logPath: join(dir, 'r.log') }));
       const pid = parseEchoedPid(launched.stdout);
@@ -116,7 +116,7 @@ describe('remote command builders', () => {
   }
 
   it('the same stop without `exec` would kill its own shell (why exec matters)', async (t) => {
-    const dir = await replicaTempDir(t, 'remote-command-');
+    const dir = replicaTempDir(t, 'remote-command-');
     const marker = `stop-marker-${randomBytes(6).toString('hex')}`;
     const launched = run('/bin/sh', buildLaunchLine({ argv: replicaArgv([marker]), env: {}, logPath: join(dir, 'r.log') }));
     const pid = parseEchoedPid(launched.stdout);
@@ -129,7 +129,7 @@ describe('remote command builders', () => {
 
   for (const shell of SHELLS) {
     it(`alive and signal lines run by ${shell} see and stop a process group`, async (t) => {
-      const dir = await replicaTempDir(t, 'remote-command-');
+      const dir = replicaTempDir(t, 'remote-command-');
       const launched = run(shell, buildLaunchLine({ argv: replicaArgv(['--grandchild']), env: {}, logPath: join(dir, 'r.log') }));
       const pid = parseEchoedPid(launched.stdout);
       assert.ok(pid !== null);
@@ -156,7 +156,7 @@ describe('remote command builders', () => {
   });
 
   it('tail line prints the last lines and nothing for a missing log', async (t) => {
-    const dir = await replicaTempDir(t, 'remote-command-');
+    const dir = replicaTempDir(t, 'remote-command-');
     const log = join(dir, 'a log');
     await writeFile(log, 'one\ntwo\nthree\n');
     assert.equal(buildTailLine(log, 2), `if [ -e '${log}' ]; then tail -n 2 '${log}'; fi`);

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 import { checkKnownHosts, fingerprintSha256, hostFieldMatches, keyTypeOfBlob, knownHostsName, readKnownHosts } from './known-hosts.js';
 import { ed25519KeyPair } from './ssh-keys.fake.js';
+import { tempDir } from '../../../common/temp-dir.fake.js';
 
 const SSH_KEYGEN = ['/usr/bin/ssh-keygen', '/bin/ssh-keygen'].find((p) => existsSync(p));
 
@@ -63,7 +64,7 @@ describe('known_hosts checking', () => {
     { skip: SSH_KEYGEN === undefined && 'ssh-keygen is not installed' },
     async (t) => {
       const keygen = SSH_KEYGEN ?? 'ssh-keygen';
-      const dir = await mkdtemp(join(tmpdir(), 'known-hosts-'));
+      const dir = tempDir('known-hosts-');
       t.after(() => rm(dir, { recursive: true, force: true }));
       const pubFile = join(dir, 'key.pub');
       await writeFile(pubFile, `${a.line}\n`);

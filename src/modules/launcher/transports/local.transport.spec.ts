@@ -20,7 +20,7 @@ function spec(argv: string[], logPath: string, extra: Partial<LaunchSpec> = {}):
 
 describe('LocalTransport', () => {
   it('launches a detached process with the given argv, env and workdir, appending stdout+stderr to the log', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const workdir = join(dir, 'work dir');
     await mkdir(workdir);
     const logPath = join(dir, 'logs', 'nested', 'node-d0.log');
@@ -55,7 +55,7 @@ describe('LocalTransport', () => {
   });
 
   it('creates a missing log directory', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const logPath = join(dir, 'a', 'b', 'c.log');
     const launched = await new LocalTransport().launch(spec(replicaArgv(), logPath));
     t.after(() => killQuietly(launched.pid));
@@ -63,7 +63,7 @@ describe('LocalTransport', () => {
   });
 
   it('stop without stop_command SIGTERMs the whole process group, grandchild included', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const logPath = join(dir, 'r.log');
     const transport = new LocalTransport();
     const launched = await transport.launch(spec(replicaArgv(['--grandchild']), logPath));
@@ -82,7 +82,7 @@ describe('LocalTransport', () => {
   });
 
   it('stop escalates to SIGKILL for a process that ignores SIGTERM', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const logPath = join(dir, 'r.log');
     const transport = new LocalTransport();
     const launched = await transport.launch(spec(replicaArgv(['--ignore-term']), logPath));
@@ -96,7 +96,7 @@ describe('LocalTransport', () => {
   });
 
   it('stop of a pid that is already gone resolves', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const transport = new LocalTransport();
     const launched = await transport.launch(spec(replicaArgv(), join(dir, 'r.log')));
     process.kill(launched.pid, 'SIGKILL');
@@ -105,7 +105,7 @@ describe('LocalTransport', () => {
   });
 
   it('stop with a `pkill -f <marker>` stop_command stops the replica and reports success', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const logPath = join(dir, 'r.log');
     const marker = `launcher-test-marker-${randomBytes(6).toString('hex')}`;
     const transport = new LocalTransport();
@@ -118,7 +118,7 @@ describe('LocalTransport', () => {
   });
 
   it('stop reports a failing stop_command as stop_failed with its exit code and output', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const transport = new LocalTransport();
     const failing = transport.stop({
       pid: null,
@@ -156,7 +156,7 @@ describe('LocalTransport', () => {
   });
 
   it('rejects a missing program with spawn_failed naming it', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const program = join(dir, 'no-such-engine');
     await assert.rejects(new LocalTransport().launch(spec([program, '--port', '1'], join(dir, 'r.log'))), (err: unknown) => {
       assert.ok(err instanceof LaunchError);
@@ -167,7 +167,7 @@ describe('LocalTransport', () => {
   });
 
   it('rejects a missing workdir with spawn_failed and an unwritable log with log_unwritable', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const transport = new LocalTransport();
     await assert.rejects(
       transport.launch(spec(replicaArgv(), join(dir, 'r.log'), { workdir: join(dir, 'missing') })),
@@ -182,7 +182,7 @@ describe('LocalTransport', () => {
   });
 
   it('tailLog returns the last N lines of a big file', async (t) => {
-    const dir = await replicaTempDir(t, 'local-transport-');
+    const dir = replicaTempDir(t, 'local-transport-');
     const path = join(dir, 'big.log');
     const lines = Array.from({ length: 200_000 }, (_, i) => `line ${i} ${'x'.repeat(i % 50)}`);
     await writeFile(path, `${lines.join('\n')}\n`);

@@ -7,14 +7,15 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { freePort } from '../../../common/free-port.fake.js';
 import { ed25519KeyPair } from './ssh-keys.fake.js';
+import { tempDir } from '../../../common/temp-dir.fake.js';
 
 const SSHD = '/usr/sbin/sshd';
 
@@ -56,7 +57,7 @@ function accepts(port: number): Promise<boolean> {
 /** Start sshd, or null when it is unavailable (see realSshdUnavailableReason). Throws if it fails to start. */
 export async function startRealSshd(): Promise<RealSshd | null> {
   if (realSshdUnavailableReason() !== null) return null;
-  const dir = await mkdtemp(join(tmpdir(), 'real-sshd-'));
+  const dir = tempDir('real-sshd-');
   const hostPair = ed25519KeyPair();
   const clientPair = ed25519KeyPair();
   const hostKeyFile = join(dir, 'ssh_host_ed25519_key');

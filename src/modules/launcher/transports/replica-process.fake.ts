@@ -5,13 +5,13 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { HostSpec, SlotSpec } from '../../../config/router-config.js';
+import { tempDir } from '../../../common/temp-dir.fake.js';
 
 /**
  * Prints `REPLICA {json}` (pid, argv, cwd, LAUNCHER_TEST_FOO, names of ROUTER_* vars) on stdout
@@ -159,8 +159,8 @@ export function killReplicaOf(logPath: string): void {
  * A temp dir removed after the test; before removing it, every stand-in replica that reported
  * itself in a `*.log` below it is killed, so a test that fails half-way leaks no process.
  */
-export async function replicaTempDir(t: TestContext, prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
+export function replicaTempDir(t: TestContext, prefix: string): string {
+  const dir = tempDir(prefix);
   t.after(async () => {
     const entries = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
     for (const entry of entries) if (entry.endsWith('.log')) killReplicaOf(join(dir, entry));

@@ -5,14 +5,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { constants as osConstants, homedir, tmpdir, userInfo } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
+import { constants as osConstants, homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
 import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, ServerChannel } from 'ssh2';
 
 import { ed25519KeyPair } from './ssh-keys.fake.js';
+import { tempDir } from '../../../common/temp-dir.fake.js';
 
 /** A running test server. */
 export interface TestSshServer {
@@ -73,7 +74,7 @@ function publicLine(key: ParsedKey): string {
 export async function startSshServer(opts: TestSshServerOptions = {}): Promise<TestSshServer> {
   const acceptUser = opts.acceptUser ?? userInfo().username;
   const listenHost = opts.host ?? '127.0.0.1';
-  const dir = await mkdtemp(join(tmpdir(), 'test-sshd-'));
+  const dir = tempDir('test-sshd-');
   const hostPair = ed25519KeyPair();
   const clientPair = ed25519KeyPair();
   const hostKey = parse(hostPair.public);

@@ -51,7 +51,7 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   }
 
   it('launches (log written remotely, pid echoed), probes, tails and stops a replica group', async (t) => {
-    const dir = await replicaTempDir(t, 'real-sshd-flows-');
+    const dir = replicaTempDir(t, 'real-sshd-flows-');
     const host = hostFor({ env: { LAUNCHER_TEST_FOO: "it's from the host" } });
     const transport = transportFor(t, host);
     const logPath = join(dir, 'logs dir', `${randomBytes(4).toString('hex')}.log`);
@@ -68,7 +68,7 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   });
 
   it('runs a `pkill -f` stop_command that does not kill its own shell', async (t) => {
-    const dir = await replicaTempDir(t, 'real-sshd-flows-');
+    const dir = replicaTempDir(t, 'real-sshd-flows-');
     const host = hostFor();
     const transport = transportFor(t, host);
     const marker = `real-sshd-marker-${randomBytes(6).toString('hex')}`;
@@ -81,7 +81,7 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   });
 
   it('passes a hostile model name literally and honours a workdir with spaces', async (t) => {
-    const dir = await replicaTempDir(t, 'real-sshd-flows-');
+    const dir = replicaTempDir(t, 'real-sshd-flows-');
     const host = hostFor();
     const transport = transportFor(t, host);
     const workdir = join(dir, `work dir ${randomBytes(3).toString('hex')}`);
@@ -98,7 +98,7 @@ describe('SshTransport against a real sshd', { skip: unavailable ?? false }, () 
   });
 
   it('refuses an unknown host key', async (t) => {
-    const dir = await replicaTempDir(t, 'real-sshd-flows-');
+    const dir = replicaTempDir(t, 'real-sshd-flows-');
     const knownHosts = join(dir, 'empty_known_hosts');
     await writeFile(knownHosts, '');
     const transport = transportFor(t, hostFor({ knownHosts }));

@@ -66,7 +66,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   after(() => server.close());
 
   it('launches remotely (log written, pid returned), probes, tails and stops it over ONE connection', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const logPath = join(dir, 'remote logs', 'remote-d0.log');
     const connectionsBefore = server.connections;
     const host = hostFor(server, { env: { LAUNCHER_TEST_FOO: 'from host env' } });
@@ -109,7 +109,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('runs a `pkill -f` stop_command without killing its own shell (exit 0, replica gone)', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh stop dir ');
+    const dir = replicaTempDir(t, 'ssh stop dir ');
     const marker = `ssh-stop-marker-${randomBytes(6).toString('hex')}`;
     const host = hostFor(server);
     const transport = transportFor(t, host);
@@ -124,7 +124,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('escalates to SIGKILL for a remote process that ignores SIGTERM', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const host = hostFor(server);
     const transport = transportFor(t, host, { pollIntervalMs: 50 });
     const logPath = join(dir, 'r.log');
@@ -138,7 +138,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('passes a hostile model name as one literal argv word; nothing is injected', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const pwned = join(tmpdir(), `pwned-${randomBytes(6).toString('hex')}`);
     const evil = `llama $(touch ${pwned}); touch ${pwned}; \`touch ${pwned}\` 'x' "y" | & > /dev/null`;
     const host = hostFor(server);
@@ -156,7 +156,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('cds into a workdir with spaces before nohup', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const workdir = join(dir, 'my work dir');
     await mkdir(workdir);
     const host = hostFor(server);
@@ -171,7 +171,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('refuses an unknown host key before anything runs, naming host, port and fingerprint', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const empty = join(dir, 'known_hosts');
     await writeFile(empty, '');
     const execs = server.execLog.length;
@@ -191,7 +191,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('refuses a changed host key', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const other = ed25519KeyPair().public.split(' ').slice(0, 2).join(' ');
     const knownHosts = join(dir, 'known_hosts');
     await writeFile(knownHosts, `[127.0.0.1]:${server.port} ${other}\n`);
@@ -200,7 +200,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('accepts an unknown host key with insecure_accept_host_key, warning once', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const warnings: string[] = [];
     const host = hostFor(server, { knownHosts: join(dir, 'missing'), insecureAcceptHostKey: true });
     const transport = transportFor(t, host, { logger: (msg) => warnings.push(msg) });
@@ -213,7 +213,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
   });
 
   it('never puts identity file contents into errors', async (t) => {
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     const wrongKey = join(dir, 'id_wrong');
     const pair = ed25519KeyPair();
     await writeFile(wrongKey, pair.private, { mode: 0o600 });
@@ -250,7 +250,7 @@ describe('SshTransport against an in-process ssh2 server', () => {
       transport.stop({ pid: null, stopArgv: ['sleep', '5'], env: {}, killAfterMs: 100 }),
       isLaunchError('stop_failed', /did not finish within 300 ms/),
     );
-    const dir = await replicaTempDir(t, 'ssh-transport-');
+    const dir = replicaTempDir(t, 'ssh-transport-');
     await assert.rejects(
       transport.launch({ slot: testSlot(host), host, argv: ['sleep', '5'], env: {}, logPath: join(dir, 'l.log'), workdir: join(dir, 'missing') }),
       isLaunchError('remote_command_failed', /exited with code [1-9]/),
