@@ -11,8 +11,9 @@
  * counted, not kept), /proc sampling of RSS and open fds, and a /metrics scrape.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { Agent, request, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MAIN_ENTRY } from '../support/router-process.js';
@@ -233,7 +234,8 @@ export async function startQuietRouter(
   opts: { env?: Record<string, string>; keepLog?: boolean } = {},
   timeoutMs = 30_000,
 ): Promise<QuietRouter> {
-  const dir = tempDir('ar-load-');
+  // A kept log must outlive this process: the per-process temp root is removed at exit.
+  const dir = opts.keepLog === true ? mkdtempSync(join(tmpdir(), 'ar-load-')) : tempDir('ar-load-');
   const logFile = join(dir, 'router.log');
   const errFile = join(dir, 'router.err');
   const out = openSync(logFile, 'a');

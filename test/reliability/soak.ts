@@ -7,7 +7,10 @@
  *    warm-up (first 20 %): RSS and fds flat within 10 % (median of the last third of the samples
  *    vs the first third; RSS only judged with a steady phase of 5 min or more), the session
  *    directory at its cap (`--max-sessions`, default 5000; 1000 with `--quick`) and LRU
- *    evictions growing.
+ *    evictions growing, and the prefix index at its cap (`--prefix-blocks`, default 20,000;
+ *    5,000 with `--quick`): each new session's first turn records its prompt's blocks (issue 15
+ *    item 2), so with the router's default of 1,000,000 blocks the index would still be filling,
+ *    by design, when the RSS is judged.
  * 2. 2,000 concurrent connections for 60 s (`--quick`: 10 s): zero router errors.
  * 3. Every request accounted: received = Σ termination causes = what the clients sent, in-flight 0.
  *
@@ -26,6 +29,7 @@ interface Options {
   connections: number;
   burstConnections: number;
   maxSessions: number;
+  prefixBlocks: number;
 }
 
 interface Sample {
@@ -34,6 +38,7 @@ interface Sample {
   fds: number;
   sessions: number;
   evictedLru: number;
+  prefixBlocks: number;
   received: number;
 }
 
@@ -51,9 +56,10 @@ const MIN_STEADY_FOR_RSS_MS = 5 * 60_000;
 const SAMPLE_MS = 10_000;
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { steadyMs: 10 * 60_000, burstMs: 60_000, connections: 100, burstConnections: 2_000, maxSessions: 5_000 };
+  const opts: Options = { steadyMs: 10 * 60_000, burstMs: 60_000, connections: 100, burstConnections: 2_000, maxSessions: 5_000, prefixBlocks: 20_000 };
   let quick = false;
   let maxSessionsGiven = false;
+  let prefixBlocksGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = (): number => {
@@ -68,6 +74,9 @@ function parseArgs(argv: string[]): Options {
     else if (a === '--max-sessions') {
       opts.maxSessions = Math.round(num());
       maxSessionsGiven = true;
+    } else if (a === '--prefix-blocks') {
+      opts.prefixBlocks = Math.round(num());
+      prefixBlocksGiven = true;
     } else if (a === '--help' || a === '-h') usage();
     else usage(`unknown argument ${JSON.stringify(a)}`);
   }
@@ -75,12 +84,14 @@ function parseArgs(argv: string[]): Options {
     opts.steadyMs = 50_000;
     opts.burstMs = 10_000;
     if (!maxSessionsGiven) opts.maxSessions = 1_000;
+    if (!prefixBlocksGiven) opts.prefixBlocks = 5_000;
   }
   return opts;
 }
 
 function usage(problem?: string): never {
-  const text = 'usage: node dist-test/test/reliability/soak.js [--minutes N] [--quick] [--burst-seconds S] [--connections N] [--max-sessions N]\n';
+  const text =
+    'usage: node dist-test/test/reliability/soak.js [--minutes N] [--quick] [--burst-seconds S] [--connections N] [--max-sessions N] [--prefix-blocks N]\n';
   if (problem !== undefined) {
     process.stderr.write(`error: ${problem}\n${text}`);
     process.exit(2);
@@ -98,6 +109,7 @@ async function sample(router: QuietRouter, t0: number): Promise<Sample> {
     fds: p.fds,
     sessions: sum(m, 'affinity_router_sessions'),
     evictedLru: sum(m, 'affinity_router_session_evictions_total', { cause: 'lru' }),
+    prefixBlocks: sum(m, 'affinity_router_prefix_index_blocks'),
     received: sum(m, 'affinity_router_requests_received_total'),
   };
 }
@@ -126,12 +138,17 @@ async function main(): Promise<number> {
     return 1;
   }
   console.log(
-    `soak: steady ${opts.steadyMs / 1000} s with ${opts.connections} connections and unique session ids (--max-sessions ${opts.maxSessions}), then ${opts.burstConnections} connections for ${opts.burstMs / 1000} s`,
+    `soak: steady ${opts.steadyMs / 1000} s with ${opts.connections} connections and unique session ids (--max-sessions ${opts.maxSessions}, --prefix-blocks ${opts.prefixBlocks}), then ${opts.burstConnections} connections for ${opts.burstMs / 1000} s`,
   );
   const sims = await Promise.all(['soak0', 'soak1', 'soak2'].map((name) => spawnSim({ name, args: ['--itl-ms', '5'] })));
   const cfg = join(tmpdir(), `soak-config-${process.pid}.json`);
   writeFileSync(cfg, JSON.stringify({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) }));
-  const router = await startQuietRouter(['--config', cfg, '--health-interval', '1', '--max-sessions', String(opts.maxSessions)], { keepLog: true });
+  const router = await startQuietRouter(
+    ['--config', cfg, '--health-interval', '1', '--max-sessions', String(opts.maxSessions), '--prefix-blocks', String(opts.prefixBlocks)],
+    {
+      keepLog: true,
+    },
+  );
   console.log(`router pid ${router.pid} at ${router.url}, log ${router.logFile}`);
   const criteria: Criterion[] = [];
   try {
@@ -141,7 +158,9 @@ async function main(): Promise<number> {
       sample(router, t0).then(
         (s) => {
           samples.push(s);
-          console.log(`  t=${s.atS}s rss ${s.rssMb} MB, fds ${s.fds}, sessions ${s.sessions}, lru evictions ${s.evictedLru}, received ${s.received}`);
+          console.log(
+            `  t=${s.atS}s rss ${s.rssMb} MB, fds ${s.fds}, sessions ${s.sessions}, lru evictions ${s.evictedLru}, prefix blocks ${s.prefixBlocks}, received ${s.received}`,
+          );
         },
         // A missed sample leaves a gap in the series; the criteria judge the samples taken.
         (e: unknown) => console.log(`  sample failed: ${e instanceof Error ? e.message : 'unknown error'}`),
@@ -179,6 +198,11 @@ async function main(): Promise<number> {
       name: 'session directory at its cap after warm-up',
       ok: warm.every((s) => s.sessions === opts.maxSessions),
       detail: `sessions ${[...new Set(warm.map((s) => s.sessions))].join(',')} (cap ${opts.maxSessions})`,
+    });
+    criteria.push({
+      name: 'prefix index at its cap after warm-up',
+      ok: warm.every((s) => s.prefixBlocks === opts.prefixBlocks),
+      detail: `blocks ${[...new Set(warm.map((s) => s.prefixBlocks))].join(',')} (cap ${opts.prefixBlocks})`,
     });
     criteria.push({
       name: 'LRU evictions growing',
