@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { shellJoin } from '../common/shell-quote.js';
+import { shellJoin } from './shell-quote.js';
 import { loadRouterConfig } from './config.loader.js';
 import type { HostSpec, RouterConfig } from './router-config.js';
 import { buildLaunchArgv, buildLaunchEnv } from './templates.js';

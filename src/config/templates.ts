@@ -7,9 +7,9 @@
  * element of `command`, `launch_wrapper` and `stop_command`, and every value of `env`. `serve_args`
  * are passed literally, as pypto-serving-router did, so an argument holding JSON (`{"a": 1}`)
  * works unchanged. Plain values (`model`, `served_model_name`, `python`) are never templated. Nothing here is ever parsed by a shell, except the one `launch_wrapper` argument,
- * which is quoted with `shellJoin` (common/shell-quote.ts).
+ * which is quoted with `shellJoin` (shell-quote.ts).
  */
-import { shellJoin } from '../common/shell-quote.js';
+import { shellJoin } from './shell-quote.js';
 import { childPath, type ConfigProblem } from './config-error.js';
 import type { HostSpec, SlotSpec } from './router-config.js';
 

@@ -1,9 +1,9 @@
 /**
  * Pure builders of the POSIX shell lines the ssh transport runs on a remote host.
- * Every word that comes from config or argv is single-quoted (see common/shell-quote.ts); the only
+ * Every word that comes from config or argv is single-quoted (see config/shell-quote.ts); the only
  * unquoted parts are fixed shell syntax, validated integers and `"$HOME"` for a leading `~/`.
  */
-import { shellQuote } from '../../common/shell-quote.js';
+import { shellQuote } from '../../config/shell-quote.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
