@@ -1,9 +1,9 @@
 /** loadConfigOrExit seen from outside: a child process, its exit code, stdout and stderr. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { tempDir } from '../common/temp-dir.fake.js';
 
 const CLI = new URL('./cli.js', import.meta.url).href;
@@ -22,7 +22,6 @@ function run(args: string[], env: Record<string, string> = {}): { code: number |
 
 describe('loadConfigOrExit', () => {
   const dir = tempDir('cli-spec-');
-  after(() => rmSync(dir, { recursive: true, force: true }));
   const good = join(dir, 'good.json');
   const bad = join(dir, 'bad.json');
   writeFileSync(good, JSON.stringify({ replicas: [{ host: '127.0.0.1', port: 8001 }] }));

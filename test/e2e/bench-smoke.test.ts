@@ -6,7 +6,7 @@
  * behind.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
@@ -16,12 +16,7 @@ import { tempDir } from '../../src/common/temp-dir.fake.js';
 const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
 const DEADLINE_MS = 60_000;
 
-const dirs: string[] = [];
-
-after(() => {
-  killRunning();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+after(() => killRunning());
 
 /** Runs the bench; at the deadline SIGINT, so it still stops what it started. */
 function runBench(args: string[]): Promise<Exit> {
@@ -50,7 +45,6 @@ function record(v: unknown): Record<string, unknown> {
 describe('bench harness smoke run', () => {
   it('runs scenario (a) for 1 s against one simulator and writes tables, JSON, report and chart', async () => {
     const out = tempDir('ar-bench-smoke-');
-    dirs.push(out);
     const r = await runBench(['--only', 'a', '--duration', '1', '--sims', '1', '--without', 'haproxy', '--out', out]);
     assert.equal(r.code, 0, `bench exited ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
     assert.match(r.stdout, /\(a\) Throughput, 32 connections/);

@@ -4,7 +4,7 @@
  * before anything listens.
  */
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
@@ -42,10 +42,7 @@ function assertConfigExit(result: Exit, expected: readonly [path: string, messag
 
 describe('main exits 2 on invalid config or flags', () => {
   const dir = tempDir('config-exit-');
-  after(() => {
-    killRunning();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => killRunning());
   const file = (name: string, content: unknown): string => {
     const path = join(dir, name);
     writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stableJson } from '../../src/tools/openapi-json.js';
@@ -76,9 +76,8 @@ describe('OpenAPI document: committed openapi.json has no drift', () => {
     assert.ok(served === committed, `the app's OpenAPI document differs from openapi.json: ${FIX}.\n${firstDifference(served, committed)}`);
   });
 
-  it('is reproduced byte for byte by the write-openapi script', async (t) => {
+  it('is reproduced byte for byte by the write-openapi script', async () => {
     const dir = tempDir('ar-openapi-');
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
     const out = join(dir, 'openapi.json');
     const run = await runNode(WRITER, [out], 60_000);
     assert.equal(run.code, 0, `write-openapi failed: ${run.stderr}`);

@@ -1,7 +1,7 @@
 /** The simulator as a process: startup delay, TLS, signals and argv errors. */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -62,7 +62,6 @@ describe('simulator process', () => {
 
   it('serves https with --tls-cert/--tls-key', async () => {
     const dir = tempDir('sim-tls-');
-    after(() => rmSync(dir, { recursive: true, force: true }));
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
     await promisify(execFile)('openssl', [

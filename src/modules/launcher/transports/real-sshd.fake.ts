@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -110,7 +110,6 @@ export async function startRealSshd(): Promise<RealSshd | null> {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([gone, new Promise<void>((done) => (timer = setTimeout(done, 5_000)))]);
     clearTimeout(timer);
-    await rm(dir, { recursive: true, force: true });
   };
 
   const deadline = Date.now() + 10_000;

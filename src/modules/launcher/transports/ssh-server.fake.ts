@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { constants as osConstants, homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
@@ -189,7 +189,6 @@ export async function startSshServer(opts: TestSshServerOptions = {}): Promise<T
       for (const child of children) child.kill('SIGKILL');
       for (const conn of conns) conn.end();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await rm(dir, { recursive: true, force: true });
     },
   };
 }
