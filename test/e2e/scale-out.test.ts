@@ -1,6 +1,6 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSim, simRequest, simStream, stopAllSims } from '../support/sim-process.js';
+import { freePort, spawnSim, simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
@@ -178,6 +178,24 @@ describe('scale-out through Redis (issue 8)', () => {
       assert.ok(pidAlive(r.pid), 'a router leaving a shared fleet does not stop it');
       process.kill(r.pid, 'SIGKILL');
     }
+  });
+
+  it('is connected to Redis before it listens, so its first request sees the other routers; with Redis unreachable it still starts, degraded', async (t) => {
+    const rd = await redis(t);
+    if (rd === null) return;
+    const sims = await Promise.all(['w0', 'w1'].map((name) => spawnSim({ name })));
+    const cfg = writeTempConfig({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) });
+    const events = (r: RouterProcess) => r.logs().map((l) => String(l['event']));
+    const joined = await start(['--config', cfg, '--redis-url', rd.url]);
+    const order = events(joined);
+    assert.ok(order.includes('redis_up') && order.indexOf('redis_up') < order.indexOf('listening'), `events in order: ${order.join(' ')}`);
+    const alone = await start(['--config', cfg, '--redis-url', `redis://127.0.0.1:${await freePort()}`]);
+    assert.ok(!events(alone).includes('redis_up'));
+    const ready = await simRequest(`${alone.url}/readyz`);
+    assert.match(String((JSON.parse(ready.body.toString()) as { degraded?: { redis?: string } }).degraded?.redis), /connecting|unreachable/);
+    assert.equal((await ask(alone, 'local')).status, 200, 'serves on local state');
+    for (const r of [joined, alone]) r.child.kill('SIGKILL');
+    await Promise.all(sims.map((s) => s.kill()));
   });
 
   it('keeps serving when Redis stops mid-test, and says so in /readyz and /metrics', async (t) => {

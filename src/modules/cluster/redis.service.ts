@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
@@ -10,13 +10,16 @@ import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 /** A Redis command never holds a request longer than this; past it the router acts on local state. */
 export const REDIS_COMMAND_TIMEOUT_MS = 100;
 
+/** How long start-up waits for Redis before the router listens without it (its connect timeout). */
+export const REDIS_START_WAIT_MS = 2_000;
+
 /**
  * The shared Redis connection (`--redis-url`), or none. It never fails a request: commands have a
  * short timeout, nothing is queued while disconnected, and reachability is exposed in /readyz
  * (`degraded.redis`) and /metrics. Transitions are logged once each.
  */
 @Injectable()
-export class RedisService implements OnApplicationShutdown {
+export class RedisService implements OnModuleInit, OnApplicationShutdown {
   readonly client: Redis | undefined;
   readonly prefix: string;
   private isUp = false;
@@ -55,6 +58,26 @@ export class RedisService implements OnApplicationShutdown {
 
   key(...parts: string[]): string {
     return this.prefix + parts.join(':');
+  }
+
+  /**
+   * Start-up waits (at most {@link REDIS_START_WAIT_MS}) for the connection, so the router's first
+   * requests already see where other routers placed conversations: a router joining a fleet, or
+   * restarting, listened before Redis was ready and placed its first conversations on local state
+   * alone. Past the wait it starts degraded, as when Redis goes away later.
+   */
+  async onModuleInit(): Promise<void> {
+    const c = this.client;
+    if (c === undefined || this.isUp) return;
+    await new Promise<void>((done) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        c.off('ready', finish);
+        done();
+      };
+      const timer = setTimeout(finish, REDIS_START_WAIT_MS);
+      c.once('ready', finish);
+    });
   }
 
   private setUp(up: boolean, why = ''): void {
