@@ -11,6 +11,12 @@ import { startJob, stopJobs } from '../../common/jobs.js';
 /** Renew when the lease still names this router (ARGV[1] = "id|"); refresh the advertised URL too. */
 const RENEW = `local v = redis.call('GET', KEYS[1]) if v and string.sub(v, 1, string.len(ARGV[1])) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2]) return 1 else return 0 end`;
 const RELEASE = `local v = redis.call('GET', KEYS[1]) if v and string.sub(v, 1, string.len(ARGV[1])) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
+/**
+ * Take a free lease and the next epoch in one step: the epoch key's INCR, but never at or below
+ * ARGV[3], the highest epoch this router knows of. A Redis restarted empty has lost the epoch key,
+ * and INCR alone would hand out epoch 1 again while an older leader of epoch 2 may still act.
+ */
+const ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then local e = redis.call('INCR', KEYS[2]) local k = tonumber(ARGV[3]) if e <= k then e = k + 1 redis.call('SET', KEYS[2], e) end return e end return 0`;
 const FENCED_SET = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[2], ARGV[2]) return 1 else return 0 end`;
 
 export type LeaderListener = (leader: boolean) => void | Promise<void>;
@@ -28,6 +34,8 @@ export class LeaderService implements BeforeApplicationShutdown {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private leader: boolean;
   epoch = 0;
+  /** The highest leadership epoch seen anywhere (its own, the shared fleet state's): a new epoch is above it. */
+  private knownEpoch = 0;
   private advertise: string;
   private readonly ttlMs: number;
   private lastRenew = 0;
@@ -53,6 +61,11 @@ export class LeaderService implements BeforeApplicationShutdown {
   /** Where the current leader says it can be reached (undefined when unknown). */
   get leaderUrl(): string | undefined {
     return this.leader ? this.advertise : this.leaderUrlCache;
+  }
+
+  /** An epoch seen in the shared fleet state: the next lease this router takes is above it. */
+  observeEpoch(epoch: number): void {
+    if (Number.isSafeInteger(epoch) && epoch > this.knownEpoch) this.knownEpoch = epoch;
   }
 
   onChange(l: LeaderListener): void {
@@ -84,22 +97,44 @@ export class LeaderService implements BeforeApplicationShutdown {
       if (this.leader) {
         const ok = (await c.eval(RENEW, 1, key, `${this.id}|`, String(this.ttlMs), this.value)) as number;
         if (ok === 1) this.lastRenew = performance.now();
-        else await this.set(false, 'the lease was taken by another router');
+        else if ((await c.get(key)) === null && (await this.acquire())) {
+          // Redis came back empty (or lost the key): nobody else holds the lease, so this router
+          // takes it again under a new epoch and keeps leading, its fleet untouched.
+          this.log.warn(
+            { event: 'leader', epoch: this.epoch, router: this.id },
+            `fleet leader: the lease was gone from Redis; took it again (epoch ${this.epoch})`,
+          );
+        } else await this.set(false, 'the lease was taken by another router');
+      } else if (await this.acquire()) {
+        await this.set(true, `acquired the fleet lease (epoch ${this.epoch})`);
       } else {
-        const got = await c.set(key, this.value, 'PX', this.ttlMs, 'NX');
-        if (got === 'OK') {
-          this.epoch = await c.incr(this.redis.key('fleet', 'epoch'));
-          this.lastRenew = performance.now();
-          await this.set(true, `acquired the fleet lease (epoch ${this.epoch})`);
-        } else {
-          const holder = await c.get(key);
-          this.leaderUrlCache = holder?.split('|')[1];
-        }
+        const holder = await c.get(key);
+        this.leaderUrlCache = holder?.split('|')[1];
       }
     } catch (e) {
       // Cannot reach Redis: a leader that cannot renew steps down before its lease can have expired.
       if (this.leader && performance.now() - this.lastRenew > this.ttlMs * 0.8) await this.set(false, `cannot renew the lease: ${(e as Error).message}`);
     }
+  }
+
+  /** Take the lease if it is free, under an epoch above every one known; false when another router holds it. */
+  private async acquire(): Promise<boolean> {
+    const c = this.redis.client!;
+    const known = Math.max(this.knownEpoch, this.epoch);
+    const epoch = (await c.eval(
+      ACQUIRE,
+      2,
+      this.redis.key('fleet', 'leader'),
+      this.redis.key('fleet', 'epoch'),
+      this.value,
+      String(this.ttlMs),
+      String(known),
+    )) as number;
+    if (epoch === 0) return false;
+    this.epoch = epoch;
+    this.observeEpoch(epoch);
+    this.lastRenew = performance.now();
+    return true;
   }
 
   private async set(leader: boolean, why: string): Promise<void> {
