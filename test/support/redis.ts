@@ -12,8 +12,12 @@ export interface TestRedis {
   readonly port: number;
   readonly url: string;
   stop(): Promise<void>;
-  /** Start it again on the same port after stop(). */
+  /** Start it again on the same port after stop(): with no persistence it comes back empty. */
   restart(): Promise<void>;
+  /** Freeze it (SIGSTOP): connections stay open and every command hangs, as in a stalled Redis. */
+  pause(): void;
+  /** Thaw it after pause() (SIGCONT). */
+  resume(): void;
 }
 
 /** A throwaway redis-server, or null when none is installed (an error instead with REQUIRE_REDIS=1, as .ci/run sets as root). */
@@ -31,7 +35,7 @@ export async function startRedis(): Promise<TestRedis | null> {
   };
   const stop = async (): Promise<void> => {
     const c = child;
-    if (c === undefined || c.exitCode !== null) return;
+    if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
     await new Promise<void>((done) => {
       c.once('exit', () => done());
       c.kill('SIGKILL');
@@ -39,7 +43,14 @@ export async function startRedis(): Promise<TestRedis | null> {
   };
   process.on('exit', () => child?.kill('SIGKILL'));
   await launch();
-  return { port, url: `redis://127.0.0.1:${port}`, stop, restart: launch };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    stop,
+    restart: launch,
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
+  };
 }
 
 function canConnect(port: number): Promise<boolean> {

@@ -7,6 +7,7 @@ import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { FleetService } from './fleet.service.js';
+import { FOREIGN } from './replica-launcher.js';
 import type { FleetState, StateReplica } from './state-file.js';
 
 /**
@@ -48,8 +49,42 @@ export class FleetAdoption {
     );
   }
 
-  /** Probe a recorded replica now; the returned step registers the outcome (run in order). */
-  private async adoptOne(entry: StateReplica): Promise<() => 'adopted' | 'kept' | 'orphan' | 'skipped'> {
+  /**
+   * A new leader's reconciliation (issue 26): probe every declared slot nobody holds yet, adopt a
+   * server that answers there as the slot's replica (its pid, taken from `known` entries, proven as
+   * above), keep the slot of one that answers for another model, and leave silent slots free. So a
+   * leader whose records were lost (Redis back empty) still adopts what runs and never launches onto
+   * an occupied port.
+   */
+  async reconcile(known: readonly StateReplica[]): Promise<void> {
+    const bySlot = new Map(known.map((e) => [e.slot, e]));
+    const open = this.fleet.slots.slots.filter((s) => this.fleet.slots.holder(s.name) === undefined);
+    const steps = await Promise.all(
+      open.map((slot) => {
+        const host = this.config.hosts.find((h) => h.name === slot.host);
+        const entry = bySlot.get(slot.name) ?? {
+          slot: slot.name,
+          host: slot.host,
+          devices: slot.devices,
+          address: slot.address,
+          port: slot.port,
+          scheme: 'http' as const,
+          pid: null,
+          launched_at: null,
+          model: host?.servedModelName ?? host?.model ?? null,
+        };
+        return this.adoptOne(entry, true);
+      }),
+    );
+    const found = steps.map((step) => step()).filter((o) => o === 'adopted' || o === 'kept').length;
+    if (found > 0) this.log.info({ event: 'reconciled', found }, `reconciliation found ${found} running servers in slots with no record`);
+  }
+
+  /**
+   * Probe a recorded replica now; the returned step registers the outcome (run in order). With
+   * `quiet` (reconciliation), a slot where nothing answers is simply free, not an orphan.
+   */
+  private async adoptOne(entry: StateReplica, quiet = false): Promise<() => 'adopted' | 'kept' | 'orphan' | 'skipped' | 'free'> {
     const slot = this.fleet.slots.get(entry.slot);
     const where = { slot: entry.slot, host: entry.host, devices: entry.devices, address: entry.address, port: entry.port, pid: entry.pid };
     if (slot === undefined || slot.host !== entry.host) {
@@ -75,6 +110,7 @@ export class FleetAdoption {
     // its whole process group, and after a crash the pid may be dead or reused (SPEC §6).
     const identity = h.status !== undefined && modelOk && entry.pid !== null ? await this.fleet.identify(slot, entry.pid, entry.port) : undefined;
     return () => {
+      if (h.status === undefined && quiet) return 'free';
       if (h.status === undefined) {
         this.orphan({
           ...where,
@@ -84,7 +120,7 @@ export class FleetAdoption {
       }
       if (!modelOk) {
         this.orphan({ ...where, reason: `answers at ${ep.url} but does not serve model ${expected}; slot kept reserved, not adopted` });
-        this.fleet.slots.reserve(slot.name, `foreign#${slot.name}`);
+        this.fleet.slots.reserve(slot.name, `${FOREIGN}${slot.name}`);
         return 'kept';
       }
       const pid = identity?.proven === true ? entry.pid : null;

@@ -63,7 +63,7 @@ export async function fleetRig(t: TestContext, o: FleetRigOptions = {}): Promise
     launchTimeoutMs: o.launchTimeoutMs ?? 60_000,
     drainTimeoutMs: o.drainTimeoutMs ?? 60_000,
     stopGraceMs: 0,
-    health: { path: '/health' },
+    health: { path: '/health', timeoutMs: 1_000 },
   } as unknown as RouterConfig;
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({

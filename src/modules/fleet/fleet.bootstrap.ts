@@ -8,7 +8,7 @@ import { FleetAdoption } from './fleet-adoption.js';
 import { FleetService } from './fleet.service.js';
 import { FleetMirror } from './fleet-mirror.js';
 import { StateService } from './state.service.js';
-import type { FleetState } from './state-file.js';
+import { STATE_VERSION, type FleetState } from './state-file.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
 
 const JOBS = { launchCheck: 'fleet-launch-check', pinFlush: 'state-pin-flush' } as const;
@@ -53,10 +53,19 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     });
   }
 
-  /** Take the fleet: adopt what was recorded (Redis first, else the state file), then launch up to the target. */
+  /**
+   * Take the fleet: adopt what was recorded (Redis first, else this router's mirrored view, else
+   * the state file), reconcile every slot still open, drop the mirrored replicas nobody could adopt,
+   * then launch up to the target. The mirrored replicas stay routable throughout (issue 26).
+   */
   private async lead(fromFile: FleetState | undefined): Promise<void> {
-    const recorded = (await this.state.loadShared()) ?? fromFile;
+    const mirrored = this.fleet.sharedEntries();
+    const view: FleetState | undefined =
+      mirrored.length > 0 ? { version: STATE_VERSION, epoch: this.leader.epoch, replicas: mirrored, sessions: [] } : undefined;
+    const recorded = (await this.state.loadShared()) ?? view ?? fromFile;
     if (recorded !== undefined) await this.adoption.adopt(recorded);
+    await this.adoption.reconcile([...mirrored, ...(fromFile?.replicas ?? [])]);
+    this.fleet.dropShared();
     if (this.state.enabled) this.fleet.persist();
     await this.state.settled(); // the adopted fleet is on disk before the router reports ready
     await this.launchInitial();

@@ -172,16 +172,58 @@ export class FleetService {
     return this.launchers.forHost(this.hostOf(slot)).identify(pid, port);
   }
 
-  /** Register an adopted replica (adoption decides who qualifies); `pid` null when unproven. */
+  /**
+   * Register an adopted replica (adoption decides who qualifies); `pid` null when unproven. A
+   * `shared` replica this router already routes to on the same address is taken over in place
+   * (issue 26): it keeps its health, in-flight requests and pins.
+   */
   registerAdopted(slot: SlotSpec, entry: StateReplica, ready: boolean, pid: number | null): Replica | undefined {
     const host = this.hostOf(slot);
+    const present = this.registry.get(entry.slot);
+    const inPlace = present?.kind === 'shared' && present.endpoint.host === entry.address && present.endpoint.port === entry.port;
+    if (present !== undefined && !inPlace) {
+      if (present.kind !== 'shared') return undefined;
+      this.registry.remove(present.name);
+    }
     const holder = this.book.holder('adopt');
     if (!this.book.slots.reserve(slot.name, holder)) return undefined;
     const logPath = posix.join(host.logDir, `${slot.name}.log`);
-    const replica = recordedReplica(entry, 'adopted', { host: host.name, devices: slot.devices, pid, logPath }, { ready, maxInflight: host.maxInflight });
-    this.launcher.recordFor(replica, host, slot, holder);
+    const where = { host: host.name, devices: slot.devices, pid, logPath };
+    let replica: Replica;
+    if (inPlace) {
+      replica = present;
+      replica.changeHands('adopted', recordedReplica(entry, 'adopted', where, { ready, maxInflight: host.maxInflight }).placement);
+    } else {
+      replica = recordedReplica(entry, 'adopted', where, { ready, maxInflight: host.maxInflight });
+    }
+    this.launcher.recordFor(replica, host, slot, holder, !inPlace);
     this.book.stats.adoptions++;
     return replica;
+  }
+
+  /** The `shared` replicas in the table as fleet-state entries: a follower's last view of the fleet. */
+  sharedEntries(): StateReplica[] {
+    return this.registry.list
+      .filter((r) => r.kind === 'shared' && r.placement !== null)
+      .map((r) => {
+        const p = r.placement!;
+        return {
+          slot: p.slot,
+          host: p.host,
+          devices: [...p.devices],
+          address: r.endpoint.host,
+          port: r.endpoint.port,
+          scheme: r.endpoint.scheme,
+          pid: p.pid,
+          launched_at: p.launchedAt,
+          model: p.model ?? null,
+        };
+      });
+  }
+
+  /** Drop the `shared` replicas adoption did not take over (they did not answer as expected). */
+  dropShared(): void {
+    for (const r of [...this.registry.list]) if (r.kind === 'shared') this.registry.remove(r.name);
   }
 
   /** Fleet changes happen on the leader only (issue 8); a follower answers 409 with its address. */
@@ -194,15 +236,16 @@ export class FleetService {
   }
 
   /**
-   * Leadership lost: forget the replicas without stopping them (the new leader adopts them; this
-   * router mirrors them back as `shared`).
+   * Leadership lost: stop owning the replicas without stopping them, and keep routing to them as
+   * `shared` (issue 26): the table, their health and their pins stay, so no request fails while
+   * the new leader adopts them; the mirror follows what that leader publishes.
    */
   relinquish(): void {
     for (const rec of [...this.book.records.values()]) {
       if (rec.drain !== undefined || rec.stopped !== undefined) continue;
       this.book.records.delete(rec.name);
       this.book.slots.release(rec.slot.name, rec.holder);
-      if (!rec.replica.removed) this.registry.remove(rec.name);
+      if (!rec.replica.removed) rec.replica.changeHands('shared');
     }
   }
 

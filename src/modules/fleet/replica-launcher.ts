@@ -14,8 +14,11 @@ import { RegistryService } from '../registry/registry.service.js';
 import { FleetBook } from './fleet-book.js';
 import { LaunchRecord } from './launch-record.js';
 import { ReplicaStopper } from './replica-stopper.js';
+import { portTaken } from './port-check.js';
 
 const LOG_TAIL_LINES = 20;
+/** Holder of a slot kept for a server the router does not own (it answers on the slot's port). */
+export const FOREIGN = 'foreign#';
 
 /**
  * Launching (SPEC §6): reserve slots synchronously, spawn through the host's transport, never wait
@@ -69,12 +72,12 @@ export class ReplicaLauncher {
     throw new DomainError('unknown_model', `${where} serves the model '${model}'`, { capacity: this.book.slots.capacity() });
   }
 
-  /** The record of a replica this router launched or adopted on `slot` (adoption's entry point). */
-  recordFor(replica: Replica, host: HostSpec, slot: SlotSpec, holder: string): LaunchRecord {
+  /** The record of a replica this router launched or adopted on `slot` (adoption's entry point); `add` puts it in the table. */
+  recordFor(replica: Replica, host: HostSpec, slot: SlotSpec, holder: string, add = true): LaunchRecord {
     const transport = this.launchers.forHost(host);
     const env = transport.kind === 'local' ? buildLaunchEnv(host, slot, this.env) : buildLaunchEnv(host, slot, {});
     const rec = new LaunchRecord(replica, host, slot, transport, buildStopArgv(host, slot), env, holder);
-    this.registry.add(replica);
+    if (add) this.registry.add(replica);
     this.book.records.set(replica.name, rec);
     return rec;
   }
@@ -99,6 +102,17 @@ export class ReplicaLauncher {
       },
       { ready: false, maxInflight: host.maxInflight },
     );
+    if (await portTaken(slot.address, slot.port, this.config.health.timeoutMs)) {
+      // Something already serves there (a replica whose record was lost, another program): never
+      // launch onto it. The slot is kept for that server until its port is free (checkLaunching).
+      this.book.slots.release(slot.name, holder);
+      this.book.slots.reserve(slot.name, `${FOREIGN}${slot.name}`);
+      const why = `port ${slot.port} on ${slot.address} is already in use; slot ${slot.name} is kept reserved until it is free`;
+      this.book.reportOrphan({ slot: slot.name, host: host.name, devices: slot.devices, address: slot.address, port: slot.port, pid: null, reason: why });
+      this.book.stats.launchFailures++;
+      this.log.error({ event: 'launch_failed', replica: slot.name, host: host.name, devices: slot.devices, err: why }, `launch failed: ${why}`);
+      throw new DomainError('launch_failed', `launch failed: ${why}`, { capacity: this.book.slots.capacity() });
+    }
     const rec = this.recordFor(replica, host, slot, holder);
     try {
       const spawning = rec.transport.launch({ slot, host, argv, env: rec.env, logPath, ...(host.workdir !== undefined ? { workdir: host.workdir } : {}) });
@@ -134,8 +148,9 @@ export class ReplicaLauncher {
     await this.fail(rec, `process ${how}${rec.replica.everReady ? '' : ' before becoming ready'}`, 'exits');
   }
 
-  /** Launch-timeout and liveness job: stop replicas not ready in time; notice vanished remote ones. */
+  /** Launch-timeout and liveness job: stop replicas not ready in time; notice vanished remote ones; free foreign slots. */
   async checkLaunching(): Promise<void> {
+    await this.recheckForeign();
     const now = performance.now();
     for (const rec of [...this.book.records.values()]) {
       const r = rec.replica;
@@ -150,6 +165,18 @@ export class ReplicaLauncher {
         await this.fail(rec, 'remote process is gone before becoming ready', 'exits');
       }
     }
+  }
+
+  /** A slot kept for a server the router does not own is freed once nothing answers on its port. */
+  private async recheckForeign(): Promise<void> {
+    const held = this.book.slots.slots.filter((s) => this.book.slots.holder(s.name) === `${FOREIGN}${s.name}`);
+    await Promise.all(
+      held.map(async (s) => {
+        if (await portTaken(s.address, s.port, this.config.health.timeoutMs)) return;
+        if (!this.book.slots.release(s.name, `${FOREIGN}${s.name}`)) return;
+        this.log.info({ event: 'slot_freed', slot: s.name, port: s.port }, `nothing answers on port ${s.port} any more; slot ${s.name} is free`);
+      }),
+    );
   }
 
   /**

@@ -91,19 +91,42 @@ export class Replica {
   /** Admission cap (`max_inflight`, SPEC §3): requests beyond it wait in the router's queue. */
   readonly maxInflight: number | undefined;
 
+  private heldAs: ReplicaKind;
+  private where: ReplicaPlacement | null;
+
   constructor(
     readonly name: string,
-    readonly kind: ReplicaKind,
+    kind: ReplicaKind,
     readonly endpoint: ReplicaEndpoint,
-    readonly placement: ReplicaPlacement | null,
+    placement: ReplicaPlacement | null,
     initial: ReplicaInit,
   ) {
+    this.heldAs = kind;
+    this.where = placement;
     this.ready = initial.ready;
     this.everReady = initial.everReady ?? initial.ready;
     this.maxInflight = initial.maxInflight;
     this.modelsDeclared = initial.models !== undefined;
     const expected = initial.models ?? (placement?.model !== undefined ? [placement.model] : undefined);
     this.models = expected === undefined ? undefined : new Set(expected);
+  }
+
+  get kind(): ReplicaKind {
+    return this.heldAs;
+  }
+
+  get placement(): ReplicaPlacement | null {
+    return this.where;
+  }
+
+  /**
+   * The fleet's call when leadership moves (issue 26): the same running server is now led by this
+   * router (`adopted`, with the placement adoption proved) or by another (`shared`). It stays in
+   * the table with its health, in-flight requests and pins, so no request sees it disappear.
+   */
+  changeHands(kind: 'adopted' | 'shared', placement: ReplicaPlacement | null = this.where): void {
+    this.heldAs = kind;
+    this.where = placement;
   }
 
   /** A candidate for a request naming `model`: it lists it, or its list is not known yet. */
