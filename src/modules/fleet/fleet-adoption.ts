@@ -7,7 +7,7 @@ import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { FleetService } from './fleet.service.js';
-import { FOREIGN } from './replica-launcher.js';
+import { FOREIGN } from './slot-table.js';
 import type { FleetState, StateReplica } from './state-file.js';
 
 /**

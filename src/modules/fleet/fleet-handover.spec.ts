@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { DomainError } from '../../common/errors/domain-error.js';
@@ -49,5 +50,20 @@ describe('fleet hand-over', { timeout: 10_000 }, () => {
     assert.deepEqual(rig.fleet.capacity().free_slots, [rig.slot.name], 'free once nothing answers');
     await rig.launchOne();
     assert.equal(rig.transport.launches.length, 1);
+  });
+
+  it('a launch that lost its port to another server (its process gone, the port answering) frees its slot, kept for that server', async (t) => {
+    const rig = await fleetRig(t, { launchTimeoutMs: 0, transport: 'ssh' });
+    const r = await rig.launchOne();
+    const other = createHttpServer((_req, res) => res.end('{}'));
+    await new Promise<void>((done) => other.listen(rig.slot.port, rig.slot.address, done));
+    t.after(() => other.close());
+    rig.transport.gone.add(r.placement!.pid!);
+    await rig.launcher.checkLaunching();
+    assert.equal(rig.fleet.launchedCount, 0, 'the failed launch holds no record');
+    assert.match(rig.fleet.orphans.at(-1)?.reason ?? '', /another server answers/);
+    await new Promise<void>((done) => other.close(() => done()));
+    await rig.launcher.checkLaunching();
+    assert.deepEqual(rig.fleet.capacity().free_slots, [rig.slot.name], 'free once the other server is gone');
   });
 });

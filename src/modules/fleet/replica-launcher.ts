@@ -15,10 +15,9 @@ import { FleetBook } from './fleet-book.js';
 import { LaunchRecord } from './launch-record.js';
 import { ReplicaStopper } from './replica-stopper.js';
 import { portTaken } from './port-check.js';
+import { FOREIGN } from './slot-table.js';
 
 const LOG_TAIL_LINES = 20;
-/** Holder of a slot kept for a server the router does not own (it answers on the slot's port). */
-export const FOREIGN = 'foreign#';
 
 /**
  * Launching (SPEC §6): reserve slots synchronously, spawn through the host's transport, never wait

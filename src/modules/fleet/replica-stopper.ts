@@ -8,6 +8,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { FleetBook } from './fleet-book.js';
 import type { LaunchRecord } from './launch-record.js';
+import { FOREIGN } from './slot-table.js';
 
 /** SIGKILL this long after SIGTERM (SPEC §6). */
 const KILL_AFTER_MS = 10_000;
@@ -69,6 +70,27 @@ export class ReplicaStopper {
       answering = await answersAfter(r.endpoint, this.config.health.path, this.config.stopGraceMs);
     }
     if (!r.removed) this.registry.remove(r.name);
+    if (answering && rec.failure !== undefined && pid !== null && !(await rec.transport.isAlive(pid).catch(() => true))) {
+      // A failed launch whose process is gone while something else answers on its port (it lost
+      // the race for the port): that server is not this replica. The launch frees its slot, which
+      // is kept for the other server until its port closes (issue 26).
+      this.book.records.delete(r.name);
+      this.book.slots.release(rec.slot.name, rec.holder);
+      this.book.slots.reserve(rec.slot.name, `${FOREIGN}${rec.slot.name}`);
+      const reason = `launch of ${r.name} failed and another server answers on ${r.url}; slot ${rec.slot.name} is kept reserved until that port is free`;
+      this.book.reportOrphan({
+        slot: rec.slot.name,
+        host: rec.host.name,
+        devices: rec.slot.devices,
+        address: r.endpoint.host,
+        port: r.endpoint.port,
+        pid: null,
+        reason,
+      });
+      this.log.error({ event: 'port_taken', replica: r.name, url: r.url }, reason);
+      this.book.persist();
+      return;
+    }
     if (answering) {
       // Still serving: freeing the slot would launch a second replica onto busy devices. It
       // stays reserved and recorded (the next start adopts it); an operator must stop it.

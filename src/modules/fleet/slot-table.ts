@@ -9,6 +9,9 @@ export interface Capacity {
   readonly free_slots: string[];
 }
 
+/** Holder of a slot kept for a server the router does not own (it answers on the slot's port). */
+export const FOREIGN = 'foreign#';
+
 export type ReserveFailure = { readonly ok: false; readonly code: 'pool_exhausted' | 'no_free_slot'; readonly message: string };
 
 /**
