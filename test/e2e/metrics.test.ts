@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { spawnSim, simRequest, simStream, stopAllSims, type SimProcess } from '../support/sim-process.js';
 import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
 import { parseProm, sum } from '../support/prom.js';
+import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
+import { METRIC_NAMES } from './metric-names.js';
 
 const chat = (extra: Record<string, unknown> = {}) =>
   Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }));
@@ -51,6 +53,12 @@ describe('metrics (SPEC §9)', () => {
     const res = await simRequest(`${router.url}/metrics`);
     assert.equal(res.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8', 'the Prometheus text format');
     assert.equal(/m-\d+/.test(res.body.toString()), false, 'no session id in /metrics');
+  });
+
+  it('registers exactly the documented metric names and label sets (dashboards depend on them)', () => {
+    const metrics = router.app.get(MetricsService).registry.getMetricsAsArray() as unknown as Array<{ name: string; labelNames?: readonly string[] }>;
+    const seen = metrics.map((m) => `${m.name}{${[...(m.labelNames ?? [])].sort().join(',')}}`).sort();
+    assert.deepEqual(seen, [...METRIC_NAMES].sort());
   });
 });
 

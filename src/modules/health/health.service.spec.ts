@@ -3,7 +3,6 @@ import { describe, it, type TestContext } from 'node:test';
 import { Writable } from 'node:stream';
 import { createAppLogger } from '../../common/logging/logger.js';
 import type { HealthSettings, RouterConfig } from '../../config/router-config.js';
-import type { AffinityService } from '../affinity/affinity.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
@@ -30,7 +29,7 @@ async function setup(t: TestContext, health: Partial<HealthSettings>, initial: {
     },
   });
   const config = { health: settings, redisUrl: undefined } as unknown as RouterConfig;
-  const svc = new HealthService(config, registry, {} as AffinityService, createAppLogger('info', 'json', sink));
+  const svc = new HealthService(config, registry, createAppLogger('info', 'json', sink));
   const transitions: boolean[] = [];
   svc.onTransition((_r, ready) => transitions.push(ready));
   const endpoint = createEndpoint({ scheme: 'http', host: '127.0.0.1', port: fake.port });

@@ -5,7 +5,6 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
-import { AffinityService } from '../affinity/affinity.service.js';
 import { probe, TLS_ERROR_CODES, type ProbeResult } from './probe.js';
 import { engineQueue } from './engine-load.js';
 
@@ -30,7 +29,6 @@ export class HealthService {
   constructor(
     config: RouterConfig,
     private readonly registry: RegistryService,
-    private readonly affinity: AffinityService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
     this.settings = config.health;
