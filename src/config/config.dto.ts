@@ -34,6 +34,7 @@ import {
   stringList,
   text,
 } from './config.rules.js';
+import { ENGINES, type EngineKind } from './router-config.js';
 
 /** `replicas[i]`: an already running replica. */
 export class StaticReplicaDto {
@@ -45,6 +46,8 @@ export class StaticReplicaDto {
   @Optional() @Check(boolean) readonly tls_verify?: boolean;
   @Optional() @Check(integer(1)) readonly max_inflight?: number;
   @Optional() @Check(modelList) readonly models?: string[];
+  @Optional() @Check(oneOf(ENGINES)) readonly engine?: EngineKind;
+  @Optional() @Check(checked(checkHealthPath)) readonly metrics_path?: string;
 }
 
 /** `hosts[i]`: a machine the router may launch replicas on. */
@@ -69,6 +72,8 @@ export class HostDto {
   @Optional() @Check(text) readonly workdir?: string;
   @Optional() @Check(text) readonly log_dir?: string;
   @Optional() @Check(integer(1)) readonly max_inflight?: number;
+  @Optional() @Check(oneOf(ENGINES)) readonly engine?: EngineKind;
+  @Optional() @Check(checked(checkHealthPath)) readonly metrics_path?: string;
 }
 
 /** `routing`: session affinity settings (seconds in the file). */
@@ -91,6 +96,7 @@ export class HealthDto {
   @Optional() @Check(seconds) readonly timeout?: number;
   @Optional() @Check(integer(1)) readonly fall?: number;
   @Optional() @Check(integer(1)) readonly rise?: number;
+  @Optional() @Check(seconds) readonly metrics_interval?: number;
 }
 
 /** `autoscale` (SPEC §6.1): the launched pool's bounds and signal (seconds in the file). */

@@ -237,6 +237,6 @@ describe('config file: routing and health', () => {
     const config = load({ replicas: [replica()], routing: { session_header: 'X-Conversation', body_field: 'conv' }, health: { path: '/ready', fall: 3 } });
     assert.equal(config.routing.sessionHeader, 'x-conversation');
     assert.equal(config.routing.bodyField, 'conv');
-    assert.deepEqual(config.health, { path: '/ready', intervalMs: 5000, timeoutMs: 2000, fall: 3, rise: 1 });
+    assert.deepEqual(config.health, { path: '/ready', intervalMs: 5000, timeoutMs: 2000, fall: 3, rise: 1, metricsIntervalMs: 5000 });
   });
 });

@@ -5,7 +5,7 @@
  */
 import { childPath, showValue, type ConfigProblem } from './config-error.js';
 import type { ConfigFileDto, HostDto, StaticReplicaDto } from './config.dto.js';
-import type { HostSpec, SlotSpec, StaticReplicaSpec } from './router-config.js';
+import type { EngineKind, EngineMetricsSpec, HostSpec, SlotSpec, StaticReplicaSpec } from './router-config.js';
 import { computeSlots, findSlotProblems } from './slots.js';
 import { findHostTemplateProblems } from './templates.js';
 
@@ -117,8 +117,19 @@ function toStaticReplicaSpec(dto: StaticReplicaDto, mapPath: PathMapper): Static
     port: dto.port,
     scheme: dto.scheme ?? 'http',
     tlsVerify: dto.tls_verify ?? true,
-    ...defined({ caFile: mapPath(dto.ca_file ?? undefined), maxInflight: dto.max_inflight ?? undefined, models: dto.models ?? undefined }),
+    ...defined({
+      caFile: mapPath(dto.ca_file ?? undefined),
+      maxInflight: dto.max_inflight ?? undefined,
+      models: dto.models ?? undefined,
+      engineMetrics: engineMetrics(dto),
+    }),
   };
+}
+
+/** `engine` and/or `metrics_path` turn engine metrics on (default path `/metrics`, any known engine). */
+function engineMetrics(dto: { readonly engine?: EngineKind; readonly metrics_path?: string }): EngineMetricsSpec | undefined {
+  if (isUnset(dto.engine) && isUnset(dto.metrics_path)) return undefined;
+  return { path: dto.metrics_path ?? '/metrics', engine: dto.engine ?? 'any' };
 }
 
 /** A validated host entry (index `index` in `hosts`) as a spec, with every default filled in. */
@@ -145,6 +156,7 @@ function toHostSpec(dto: HostDto, index: number, mapPath: PathMapper): HostSpec 
       stopCommand: dto.stop_command ?? undefined,
       workdir: dto.workdir ?? undefined,
       maxInflight: dto.max_inflight ?? undefined,
+      engineMetrics: engineMetrics(dto),
     }),
   };
 }

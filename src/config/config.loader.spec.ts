@@ -120,7 +120,7 @@ describe('defaults and derived values', () => {
       maxSessions: 100_000,
     });
     assert.deepEqual([prefixAffinity, prefixBlocks, speedAware, warmHandoff], [true, 1_000_000, true, false]);
-    assert.deepEqual(c.health, { path: '/health', intervalMs: 5_000, timeoutMs: 2_000, fall: 2, rise: 1 });
+    assert.deepEqual(c.health, { path: '/health', intervalMs: 5_000, timeoutMs: 2_000, fall: 2, rise: 1, metricsIntervalMs: 5_000 });
     assert.deepEqual(
       [c.maxBodyBytes, c.logLevel, c.stateFile, c.discardState, c.adminToken, c.adminOpen],
       [64 * 1024 * 1024, 'info', undefined, false, undefined, false],

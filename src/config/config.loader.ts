@@ -107,6 +107,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
       timeoutMs: num('health-timeout'),
       fall: num('health-fall'),
       rise: num('health-rise'),
+      metricsIntervalMs: num('engine-metrics-interval'),
     },
     autoscale,
     requestTimeoutMs: num('request-timeout'),

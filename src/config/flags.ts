@@ -52,6 +52,9 @@ export const FLAGS = [
   flag('health-interval', 'seconds', '5', 'seconds between health probes of a replica', { file: 'health.interval' }),
   flag('health-timeout', 'seconds', '2', 'seconds a health probe may take', { file: 'health.timeout' }),
   flag('health-path', 'string', '/health', 'path probed on every replica', { file: 'health.path', check: checkHealthPath }),
+  flag('engine-metrics-interval', 'seconds', '5', "seconds between scrapes of a replica's engine metrics (replicas and hosts with engine or metrics_path)", {
+    file: 'health.metrics_interval',
+  }),
   flag('health-fall', 'count', '2', 'consecutive failed probes that make a ready replica unready', { min: 1, file: 'health.fall' }),
   flag('health-rise', 'count', '1', 'consecutive good probes that make an unready replica ready', { min: 1, file: 'health.rise' }),
   flag('request-timeout', 'seconds', '3600', 'total seconds a non-streamed request may take'),

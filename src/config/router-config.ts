@@ -7,6 +7,19 @@
 
 export type Scheme = 'http' | 'https';
 
+/** Engines whose Prometheus metric names the router knows (`engine` of a replica or host). */
+export const ENGINES = ['vllm', 'sglang', 'llamacpp'] as const;
+export type EngineKind = (typeof ENGINES)[number];
+
+/**
+ * Read the replica's own load from its Prometheus endpoint (`engine` and/or `metrics_path`):
+ * `engine` names the metric set, `any` (only `metrics_path` given) takes whichever known set it finds.
+ */
+export interface EngineMetricsSpec {
+  readonly path: string;
+  readonly engine: EngineKind | 'any';
+}
+
 /** A replica that is already running; routed to, never stopped. */
 export interface StaticReplicaSpec {
   readonly name: string;
@@ -21,6 +34,7 @@ export interface StaticReplicaSpec {
   readonly maxInflight?: number;
   /** Models it serves, declared (SPEC §4.3): no discovery then. */
   readonly models?: readonly string[];
+  readonly engineMetrics?: EngineMetricsSpec;
 }
 
 /** A machine the router may launch replicas on (`ssh` null = this machine). */
@@ -46,6 +60,8 @@ export interface HostSpec {
   readonly logDir: string;
   /** Admission cap of each replica launched here (SPEC §3). */
   readonly maxInflight?: number;
+  /** Engine metrics of each replica launched here. */
+  readonly engineMetrics?: EngineMetricsSpec;
 }
 
 /** One device group of a host: where one launched replica lives. */
@@ -92,6 +108,8 @@ export interface HealthSettings {
   readonly timeoutMs: number;
   readonly fall: number;
   readonly rise: number;
+  /** Between two scrapes of a replica's engine metrics (replicas with `engineMetrics`). */
+  readonly metricsIntervalMs: number;
 }
 
 /** `autoscale` (SPEC §6.1), applied to each model pool of launched replicas. */

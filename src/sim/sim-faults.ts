@@ -21,6 +21,11 @@ export interface SimFaults {
   refuse: boolean;
   /** With `refuse`: listen again on the same port after this many milliseconds. */
   refuse_ms: number | null;
+  /**
+   * Requests `/metrics` reports as waiting on top of the real queue: load that did not come
+   * through the router (another router, a batch job), as a router reading engine metrics sees it.
+   */
+  external_waiting: number;
 }
 
 /** A partial update of {@link SimFaults}; `reset: true` first clears every switch. */
@@ -42,6 +47,7 @@ export function noFaults(): SimFaults {
     health: 'ok',
     refuse: false,
     refuse_ms: null,
+    external_waiting: 0,
   };
 }
 
@@ -90,6 +96,9 @@ const SETTERS: Readonly<Record<keyof SimFaults, Setter>> = {
       throw new SimFaultsError(`refuse must be a boolean, got ${JSON.stringify(v)}`);
     }
     f.refuse = v;
+  },
+  external_waiting(f, v) {
+    f.external_waiting = chunkCount('external_waiting', v) ?? 0;
   },
   refuse_ms(f, v) {
     if (v === null) f.refuse_ms = null;

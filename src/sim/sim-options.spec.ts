@@ -97,6 +97,7 @@ describe('parseSimArgs', () => {
       health: 'not_ready',
       refuse: true,
       refuse_ms: 500,
+      external_waiting: 0,
     });
   });
 

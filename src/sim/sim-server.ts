@@ -228,7 +228,7 @@ class Simulator implements SimServer {
       const ok = this.currentFaults.health === 'ok';
       sendJson(res, ok ? 200 : 503, ok ? '{"status":"ok"}' : '{"status":"not_ready"}');
     } else if (path === '/metrics' && req.method === 'GET') {
-      const text = this.stats_.metricsText(this.name, this.rt.admission.running, this.rt.admission.waiting);
+      const text = this.stats_.metricsText(this.name, this.rt.admission.running, this.rt.admission.waiting + this.currentFaults.external_waiting);
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
       res.end(text);
     } else {

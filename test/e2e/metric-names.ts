@@ -19,6 +19,7 @@ export const METRIC_NAMES: readonly string[] = [
   'affinity_router_queue_depth{}',
   'affinity_router_queue_wait_seconds{outcome}',
   'affinity_router_rejected_total{}',
+  'affinity_router_replica_engine_metrics_up{replica}',
   'affinity_router_replica_foreign_load{replica}',
   'affinity_router_replica_inflight{replica}',
   'affinity_router_replica_request_seconds{replica}',

@@ -70,10 +70,15 @@ export class FleetMirror {
     }
     for (const e of wanted.values()) {
       if (this.registry.get(e.slot) !== undefined) continue;
-      const maxInflight = this.config.hosts.find((h) => h.name === e.host)?.maxInflight;
+      const host = this.config.hosts.find((h) => h.name === e.host);
       const pid = await this.provenPid(e);
       if (this.timer === undefined || this.registry.get(e.slot) !== undefined) return;
-      const r = recordedReplica(e, 'shared', { host: e.host, devices: e.devices, pid, logPath: '' }, { ready: false, maxInflight });
+      const r = recordedReplica(
+        e,
+        'shared',
+        { host: e.host, devices: e.devices, pid, logPath: '' },
+        { ready: false, maxInflight: host?.maxInflight, engineMetrics: host?.engineMetrics },
+      );
       this.registry.add(r);
     }
   }

@@ -194,7 +194,7 @@ export class FleetService {
       replica = present;
       replica.changeHands('adopted', recordedReplica(entry, 'adopted', where, { ready, maxInflight: host.maxInflight }).placement);
     } else {
-      replica = recordedReplica(entry, 'adopted', where, { ready, maxInflight: host.maxInflight });
+      replica = recordedReplica(entry, 'adopted', where, { ready, maxInflight: host.maxInflight, engineMetrics: host.engineMetrics });
     }
     this.launcher.recordFor(replica, host, slot, holder, !inPlace);
     this.book.stats.adoptions++;

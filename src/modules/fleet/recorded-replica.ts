@@ -1,3 +1,4 @@
+import type { EngineMetricsSpec } from '../../config/router-config.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
 import type { StateReplica } from './state-file.js';
@@ -11,7 +12,7 @@ export function recordedReplica(
   entry: StateReplica,
   kind: 'adopted' | 'shared',
   where: { readonly host: string; readonly devices: readonly number[]; readonly pid: number | null; readonly logPath: string },
-  init: { readonly ready: boolean; readonly maxInflight: number | undefined },
+  init: { readonly ready: boolean; readonly maxInflight: number | undefined; readonly engineMetrics?: EngineMetricsSpec | undefined },
 ): Replica {
   return new Replica(
     entry.slot,

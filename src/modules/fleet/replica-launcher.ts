@@ -99,7 +99,7 @@ export class ReplicaLauncher {
         launchedAt: new Date().toISOString(),
         ...(model !== undefined ? { model } : {}),
       },
-      { ready: false, maxInflight: host.maxInflight },
+      { ready: false, maxInflight: host.maxInflight, engineMetrics: host.engineMetrics },
     );
     if (await portTaken(slot.address, slot.port, this.config.health.timeoutMs)) {
       // Something already serves there (a replica whose record was lost, another program): never

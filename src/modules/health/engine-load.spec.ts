@@ -19,4 +19,12 @@ describe('engineQueue', () => {
     assert.equal(engineQueue('sglang:num_running_reqs 4\nsglang:num_queue_reqs 1\n'), 5);
     assert.equal(engineQueue('process_cpu_seconds_total 1\n'), undefined);
   });
+
+  it("reads the llama.cpp server gauges, and only the named engine's when one is named", () => {
+    const text = 'llamacpp:requests_processing 2\nllamacpp:requests_deferred 7\nvllm:num_requests_waiting 100\n';
+    assert.equal(engineQueue(text, 'llamacpp'), 9);
+    assert.equal(engineQueue(text, 'vllm'), 100);
+    assert.equal(engineQueue(text, 'sglang'), undefined);
+    assert.equal(engineQueue(text), 109);
+  });
 });

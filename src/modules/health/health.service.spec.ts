@@ -14,7 +14,7 @@ import { FakeReplicaHealth } from './replica-health.fake.js';
  * so each probe result is applied in a known order. `intervalMs: 0` means no probe spread.
  */
 async function setup(t: TestContext, health: Partial<HealthSettings>, initial: { ready: boolean } = { ready: true }) {
-  const settings: HealthSettings = { path: '/health', intervalMs: 0, timeoutMs: 2_000, fall: 2, rise: 2, ...health };
+  const settings: HealthSettings = { path: '/health', intervalMs: 0, timeoutMs: 2_000, fall: 2, rise: 2, metricsIntervalMs: 0, ...health };
   const fake = await FakeReplicaHealth.start();
   const registry = new RegistryService();
   t.after(async () => {

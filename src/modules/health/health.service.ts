@@ -67,7 +67,7 @@ export class HealthService {
     try {
       const res = await probe(r.endpoint, this.settings.path, this.settings.timeoutMs);
       if (!r.removed) this.record(r, res);
-      if (this.engineLoad && res.ok && !r.removed) await this.sampleEngineLoad(r);
+      if (res.ok && !r.removed && (r.engineMetrics !== undefined || this.engineLoad)) await this.sampleEngineLoad(r);
       for (const l of this.probeListeners) l(r, res);
       return res;
     } finally {
@@ -75,12 +75,40 @@ export class HealthService {
     }
   }
 
+  /** When each replica's engine metrics were last scraped (performance.now() ms). */
+  private readonly lastScrape = new WeakMap<Replica, number>();
+
+  /**
+   * The engine's running + waiting requests beyond this router's own, on the probe connection:
+   * every `metricsIntervalMs` for a replica with `engineMetrics` (its path and metric set), every
+   * probe at `/metrics` with several routers. A configured replica whose metrics cannot be read
+   * counts 0 (the router's own signals alone) and says so once per change, in the log and in
+   * `engineMetricsOk` (a gauge).
+   */
   private async sampleEngineLoad(r: Replica): Promise<void> {
+    const spec = r.engineMetrics;
+    const now = performance.now();
+    if (spec !== undefined && now - (this.lastScrape.get(r) ?? -Infinity) < this.settings.metricsIntervalMs) return;
+    this.lastScrape.set(r, now);
     const before = r.outstanding;
-    const m = await probe(r.endpoint, '/metrics', this.settings.timeoutMs, 512 * 1024);
-    const total = m.ok && m.body !== undefined ? engineQueue(m.body) : undefined;
+    const m = await probe(r.endpoint, spec?.path ?? '/metrics', this.settings.timeoutMs, 512 * 1024);
+    const total = m.ok && m.body !== undefined ? engineQueue(m.body, spec?.engine) : undefined;
     // Our own requests that started while the sample was taken are in the engine's count too.
     r.foreignLoad = total === undefined ? 0 : Math.max(0, total - Math.max(before, r.outstanding));
+    if (spec === undefined || r.removed) return;
+    const ok = total !== undefined;
+    if (ok === r.engineMetricsOk) return;
+    const first = r.engineMetricsOk === null;
+    r.engineMetricsOk = ok;
+    if (ok && !first) this.log.info({ event: 'engine_metrics_ok', replica: r.name }, `engine metrics of ${r.name} are readable again`);
+    if (!ok) {
+      const why =
+        m.status === undefined ? (m.error ?? 'no answer') : m.ok ? `no ${spec.engine === 'any' ? 'known' : spec.engine} load gauges` : `status ${m.status}`;
+      this.log.warn(
+        { event: 'engine_metrics_unreadable', replica: r.name, path: spec.path, reason: why },
+        `cannot read the engine metrics of ${r.name} at ${spec.path} (${why}); routing on the router's own counts`,
+      );
+    }
   }
 
   /** Apply a probe result with hysteresis. */

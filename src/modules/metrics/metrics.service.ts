@@ -144,6 +144,16 @@ export class MetricsService {
       },
     });
     new Gauge({
+      name: `${P}replica_engine_metrics_up`,
+      help: "Replicas with engine metrics configured: 1 when the last scrape of its Prometheus endpoint was readable, 0 when not (then its load is the router's own count).",
+      labelNames: ['replica'],
+      registers: [reg],
+      collect() {
+        this.reset();
+        for (const r of registry.list) if (r.engineMetricsOk !== null) this.set({ replica: r.name }, r.engineMetricsOk ? 1 : 0);
+      },
+    });
+    new Gauge({
       name: `${P}replica_state`,
       help: 'Replica state: 1 for the current state of each replica.',
       labelNames: ['replica', 'kind', 'state'],

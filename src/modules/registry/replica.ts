@@ -1,3 +1,4 @@
+import type { EngineMetricsSpec } from '../../config/router-config.js';
 import type { ReplicaEndpoint } from './replica-endpoint.js';
 
 /** `shared`: a fleet replica another router leads (seen through Redis); routed to, never stopped here. */
@@ -31,6 +32,8 @@ export interface ReplicaInit {
   readonly maxInflight?: number | undefined;
   /** Models declared in the config (`models` of a static replica): never discovered (SPEC §4.3). */
   readonly models?: readonly string[] | undefined;
+  /** Read its load from its engine's Prometheus endpoint (`engine` / `metrics_path` in the config). */
+  readonly engineMetrics?: EngineMetricsSpec | undefined;
 }
 
 /** An in-flight exchange the fleet can cut (drain timeout). */
@@ -70,6 +73,12 @@ export class Replica {
    */
   foreignLoad = 0;
   /**
+   * With `engineMetrics`: whether the last scrape could be read (null before the first). Kept by
+   * health; while false, `foreignLoad` is 0 and routing uses the router's own counts.
+   */
+  engineMetricsOk: boolean | null = null;
+  readonly engineMetrics: EngineMetricsSpec | undefined;
+  /**
    * Speed-aware load (SPEC §4.2), kept by routing: seconds per request over the fleet median (1 =
    * as fast as the median, within tolerance), and the estimate itself (null: never measured).
    */
@@ -106,6 +115,7 @@ export class Replica {
     this.ready = initial.ready;
     this.everReady = initial.everReady ?? initial.ready;
     this.maxInflight = initial.maxInflight;
+    this.engineMetrics = initial.engineMetrics;
     this.modelsDeclared = initial.models !== undefined;
     const expected = initial.models ?? (placement?.model !== undefined ? [placement.model] : undefined);
     this.models = expected === undefined ? undefined : new Set(expected);

@@ -15,7 +15,9 @@ export class StaticReplicasLoader implements OnModuleInit {
   onModuleInit(): void {
     for (const s of this.config.replicas) {
       const endpoint = createEndpoint({ scheme: s.scheme, host: s.host, port: s.port, caFile: s.caFile, tlsVerify: s.tlsVerify });
-      this.registry.add(new Replica(s.name, 'static', endpoint, null, { ready: true, maxInflight: s.maxInflight, models: s.models }));
+      this.registry.add(
+        new Replica(s.name, 'static', endpoint, null, { ready: true, maxInflight: s.maxInflight, models: s.models, engineMetrics: s.engineMetrics }),
+      );
     }
   }
 }
