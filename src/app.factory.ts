@@ -16,7 +16,7 @@ import { DataPlaneService } from './modules/proxy/data-plane.service.js';
 import { admitAdminRequest } from './common/auth/admin-gate.js';
 import { AdminTokenCheck } from './common/auth/admin-token.js';
 import { adminJsonParser } from './common/errors/admin-json.js';
-import { clientErrorHandler, frameworkErrorHandler, refuseWithoutHost } from './common/errors/edge-errors.js';
+import { clientErrorHandler, frameworkErrorHandler, refuseConnect, refuseWithoutHost } from './common/errors/edge-errors.js';
 
 /** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 75_000;
@@ -59,23 +59,25 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
     // from its request listener, everything else to Fastify (docs/design.md §3). With a factory,
     // Fastify applies no server option itself, so every connection limit is set on this server.
     serverFactory: (fastifyHandler: http.RequestListener) =>
-      http.createServer(
-        {
-          keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-          // Slow clients (slowloris) are cut: headers within --header-timeout, the whole request
-          // within --body-timeout. Node enforces both per connection without blocking others.
-          requestTimeout: config.bodyTimeoutMs,
-          headersTimeout: Math.min(config.headerTimeoutMs, config.bodyTimeoutMs),
-          connectionsCheckingInterval: 1_000,
-          requireHostHeader: false, // checked below, answered in the router's error shapes
-        },
-        (req, res) => {
-          if (refuseWithoutHost(req, res)) return;
-          // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
-          if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
-          // The admin token is checked before Fastify routes, parses or reads anything (SPEC §1).
-          else if (log === undefined || admitAdminRequest(req, res, adminAuth, log)) fastifyHandler(req, res);
-        },
+      refuseConnect(
+        http.createServer(
+          {
+            keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+            // Slow clients (slowloris) are cut: headers within --header-timeout, the whole request
+            // within --body-timeout. Node enforces both per connection without blocking others.
+            requestTimeout: config.bodyTimeoutMs,
+            headersTimeout: Math.min(config.headerTimeoutMs, config.bodyTimeoutMs),
+            connectionsCheckingInterval: 1_000,
+            requireHostHeader: false, // checked below, answered in the router's error shapes
+          },
+          (req, res) => {
+            if (refuseWithoutHost(req, res)) return;
+            // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
+            if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
+            // The admin token is checked before Fastify routes, parses or reads anything (SPEC §1).
+            else if (log === undefined || admitAdminRequest(req, res, adminAuth, log)) fastifyHandler(req, res);
+          },
+        ),
       ),
     bodyLimit: ADMIN_BODY_LIMIT,
     return503OnClosing: false,

@@ -1,6 +1,7 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { auditRefusal } from '../audit/audit.js';
 import type { AppLogger } from '../logging/logger.js';
@@ -102,4 +103,26 @@ export function refuseWithoutHost(req: IncomingMessage, res: ServerResponse): bo
   });
   res.end(body);
   return true;
+}
+
+/**
+ * CONNECT asks for a tunnel, which a router of HTTP requests never opens: Node hands it to the
+ * server's `connect` event (not the request listener) and, with no listener, closes the connection
+ * without a word. It is answered 405 with `Allow` and the router's error body, then closed.
+ */
+export function refuseConnect<S extends Server>(server: S): S {
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    const body = JSON.stringify({
+      object: 'error',
+      message: 'CONNECT is not allowed: the router forwards HTTP requests and opens no tunnels',
+      type: 'invalid_request_error',
+      code: 'method_not_allowed',
+    });
+    socket.on('error', () => undefined);
+    socket.end(
+      'HTTP/1.1 405 Method Not Allowed\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\ncontent-type: application/json\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
+  return server;
 }

@@ -2,13 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { Clock } from '../../common/clock.js';
 import type { Replica } from '../registry/replica.js';
-import { peekTopLevelStrings } from './body-peek.js';
+import { peekTopLevelStrings, type JsonKind } from './body-peek.js';
 import { bodyPromptChain } from './prefix-hash.js';
 import { PrefixIndex } from './prefix-index.js';
 import { resolveSessionId, type ResolvedSession } from './session-id.js';
 import { SessionDirectory } from './session-directory.js';
 
-/** The session field keeps JSON.parse's last-wins rule; the first `model` is enough (see peekTopLevelStrings). */
+/** Both fields keep JSON.parse's last-wins rule; a `model` key that occurs once ends the scan early (see peekTopLevelStrings). */
 const FIRST_WINS = [false, true];
 
 /** The session directory and session-id extraction, configured once. */
@@ -41,9 +41,12 @@ export class AffinityService {
    */
   resolve(header: string | string[] | undefined, body: Buffer | undefined): ResolvedSession {
     const h = Array.isArray(header) ? header[0] : header;
-    const [bodyId, model] = body === undefined ? [] : peekTopLevelStrings(body, this.needles, FIRST_WINS);
+    const kinds: Array<JsonKind | undefined> = [];
+    const [bodyId, model] = body === undefined ? [] : peekTopLevelStrings(body, this.needles, FIRST_WINS, kinds);
     const resolved = resolveSessionId(h, bodyId);
-    const session = model === undefined ? resolved : { ...resolved, model };
+    const modelKind = kinds[1];
+    const session =
+      model !== undefined ? { ...resolved, model } : modelKind !== undefined && modelKind !== 'string' ? { ...resolved, modelType: modelKind } : resolved;
     if (session.source !== 'minted' || body === undefined || this.prefixes === undefined) return session;
     const prefix = bodyPromptChain(body);
     return prefix.blocks.length === 0 ? session : { ...session, prefix };

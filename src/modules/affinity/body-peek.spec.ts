@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { peekTopLevelString, peekTopLevelStrings } from './body-peek.js';
+import { peekTopLevelString, peekTopLevelStrings, type JsonKind } from './body-peek.js';
 
 const peek = (s: string | Buffer, f = 'session_id'): string | undefined => peekTopLevelString(typeof s === 'string' ? Buffer.from(s) : s, f);
 
@@ -81,5 +81,31 @@ describe('peekTopLevelStrings (session id and model in one pass)', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('takes the last of a duplicated key even when the first would do, as engines read it (issue 26)', () => {
+    const needles = [Buffer.from('"session_id"'), Buffer.from('"model"')];
+    const dup = Buffer.from('{"model":"a","messages":[],"model":"b"}');
+    assert.deepEqual(peekTopLevelStrings(dup, needles, [false, true]), [undefined, 'b']);
+    assert.deepEqual(peekTopLevelStrings(Buffer.from('{"model":"a","messages":[]}'), needles, [false, true]), [undefined, 'a']);
+  });
+
+  it("reports the JSON type of each field it finds, the last duplicate's, and none for a malformed body", () => {
+    const needles = [Buffer.from('"model"')];
+    for (const [v, kind] of [
+      ['1.5', 'number'],
+      ['[]', 'array'],
+      ['{"x":1}', 'object'],
+      ['null', 'null'],
+      ['true', 'boolean'],
+      ['"m"', 'string'],
+    ]) {
+      const kinds: Array<JsonKind | undefined> = [];
+      peekTopLevelStrings(Buffer.from(`{"model":"first","model":${v}}`), needles, [], kinds);
+      assert.deepEqual(kinds, [kind], v);
+    }
+    const kinds: Array<JsonKind | undefined> = [];
+    peekTopLevelStrings(Buffer.from('{"model":5,"x":'), needles, [], kinds);
+    assert.deepEqual(kinds, []);
   });
 });

@@ -79,25 +79,52 @@ export function peekTopLevelString(body: Buffer, field: string, fieldNeedle?: Bu
   return peekTopLevelStrings(body, [fieldNeedle ?? Buffer.from(JSON.stringify(field))])[0];
 }
 
+/** The JSON type of the value starting with byte `c` (the peek reports a non-string `model` by it). */
+export type JsonKind = 'string' | 'number' | 'object' | 'array' | 'boolean' | 'null';
+
+function kindOf(c: number | undefined): JsonKind {
+  if (c === QUOTE) return 'string';
+  if (c === LBRACE) return 'object';
+  if (c === LBRACKET) return 'array';
+  if (c === 0x74 || c === 0x66) return 'boolean'; // t, f
+  if (c === 0x6e) return 'null'; // n
+  return 'number';
+}
+
 /**
  * Several top-level string fields in one pass (the session id and the `model`, SPEC §4.3), each
  * given as its JSON-quoted key (`Buffer.from(JSON.stringify(name))`). Entry `k` of the result is
  * what peekTopLevelString would return for needle `k`; a malformed body has none of them.
  *
- * `firstWins[k]` true: the first occurrence of field `k` is enough. When every field whose key
- * occurs in the bytes is such a field, the scan stops once they are all found, without reading
- * the rest of the body: a request whose session comes from a header pays for its `model` (the
- * first key of most clients' bodies) only up to that key, not a pass over a long chat history.
- * The price: a duplicate key or a malformed tail after it is not seen (the replica judges those).
+ * `firstWins[k]` true: the first occurrence of field `k` is enough when its quoted key occurs only
+ * once in the bytes. When every field whose key occurs is such a field, the scan stops once they
+ * are all found, without reading the rest of the body: a request whose session comes from a
+ * header pays for its `model` (the first key of most clients' bodies) only up to that key (plus a
+ * byte search for a second occurrence), not a JSON pass over a long chat history. A key that
+ * occurs twice (a duplicate, or the same bytes inside a string) means the full scan, so the last
+ * duplicate wins as engines read it. The price: a malformed tail after it is not seen (the replica
+ * judges that).
+ *
+ * `kinds`, when given, receives the JSON type of each field's (last) value, so a caller can refuse
+ * a field that is present but not a string.
  */
-export function peekTopLevelStrings(body: Buffer, needles: readonly Buffer[], firstWins: readonly boolean[] = []): Array<string | undefined> {
+export function peekTopLevelStrings(
+  body: Buffer,
+  needles: readonly Buffer[],
+  firstWins: readonly boolean[] = [],
+  kinds?: Array<JsonKind | undefined>,
+): Array<string | undefined> {
   const found: Array<string | undefined> = needles.map(() => undefined);
   // Cheap reject: a field whose quoted key is nowhere in the bytes is not looked for.
-  const wanted = needles.map((n) => body.length > 0 && body.indexOf(n) >= 0);
+  const at = needles.map((n) => (body.length > 0 ? body.indexOf(n) : -1));
+  const wanted = at.map((i) => i >= 0);
   if (!wanted.includes(true)) return found;
-  const early = wanted.every((w, k) => !w || firstWins[k] === true);
+  const early = wanted.every((w, k) => !w || (firstWins[k] === true && body.indexOf(needles[k], at[k] + 1) < 0));
   let left = wanted.filter((w) => w).length;
-  const none = (): Array<string | undefined> => needles.map(() => undefined);
+  const none = (): Array<string | undefined> => {
+    if (kinds !== undefined) kinds.length = 0;
+    return needles.map(() => undefined);
+  };
   let i = skipWs(body, 0);
   if (body[i] !== LBRACE) return none();
   i = skipWs(body, i + 1);
@@ -120,6 +147,7 @@ export function peekTopLevelStrings(body: Buffer, needles: readonly Buffer[], fi
     if (valueEnd < 0) return none();
     if (match >= 0) {
       found[match] = body[valueStart] === QUOTE ? decodeJsonString(body, valueStart, valueEnd) : undefined;
+      if (kinds !== undefined) kinds[match] = kindOf(body[valueStart]);
       if (early && --left === 0) return found;
     }
     i = skipWs(body, valueEnd);

@@ -80,7 +80,8 @@ describe('prompt block-hash chain', () => {
     assert.equal(a.length, 2);
     assert.equal(common(a, b), 1);
     assert.equal(blocksOf({ model: 'm', prompt: ['one', 'two'] }).length, 2);
-    assert.deepEqual(blocksOf({ model: 'm', prompt: [1, 2, 3] }), []);
+    assert.equal(blocksOf({ model: 'm', prompt: [1, 2, 3] }).length, 1, 'a token-id prompt is one prompt');
+    assert.notDeepEqual(blocksOf({ model: 'm', prompt: [1, 2, 3] }), blocksOf({ model: 'm', prompt: [1, 2, 4] }));
   });
 
   it('hashes are non-negative safe integers', () => {
@@ -110,5 +111,18 @@ describe('prompt block-hash chain', () => {
     assert.deepEqual(bodyPromptChain(Buffer.from('{"model":"m"}')).blocks, []);
     assert.deepEqual(bodyPromptChain(Buffer.from('[1,2]')).blocks, []);
     assert.deepEqual(bodyPromptChain(body, body.length - 1).blocks, []);
+  });
+
+  it('keeps distinct JSON types distinct and hashes image parts, as the engine sees them (issue 26)', () => {
+    const content = (c: unknown) => blocksOf({ model: 'm', messages: [{ role: 'user', content: c }] });
+    const kinds = [null, 1, '1', 'null', { a: 1 }, [{ type: 'text', text: '1' }]].map((c) => JSON.stringify(content(c)));
+    assert.equal(new Set(kinds).size, kinds.length, 'null, 1, "1", "null", an object and a text part hash apart');
+    const image = (url: string) =>
+      content([
+        { type: 'text', text: 'what is this?' },
+        { type: 'image_url', image_url: { url } },
+      ]);
+    assert.notDeepEqual(image('data:image/png;base64,AAAA'), image('data:image/png;base64,BBBB'), 'different images, same text');
+    assert.deepEqual(image('https://x/cat.png'), image('https://x/cat.png'), 'the same image');
   });
 });

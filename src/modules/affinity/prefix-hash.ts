@@ -28,6 +28,8 @@ const PART = 0x10003;
 const OTHER_PART = 0x10004;
 const PROMPT = 0x10005;
 const MODEL = 0x10006;
+/** A value that is not a string (null, a number, an object, tool calls, a token array): its JSON text follows. */
+const VALUE = 0x10007;
 
 function fmix32(h: number): number {
   h ^= h >>> 16;
@@ -114,26 +116,39 @@ export interface PromptChain {
 
 const EMPTY: PromptChain = { blocks: [], minMatch: 1 };
 
-/** One chat message: role, then the string content or the text of each part in order. */
+/** A value as the engine sees it: a string as text, anything else as its JSON text behind a marker (so `1`, `"1"` and `null` differ). */
+function value(v: Json, out: ChainBuilder): void {
+  if (typeof v === 'string') return out.text(v);
+  if (v === undefined) return;
+  out.unit(VALUE);
+  out.text(JSON.stringify(v));
+}
+
+/**
+ * One chat message: role, then the string content or each part in order (a text part's text; any
+ * other part, an image URL or data, audio, as its JSON text, so two images differ), then its tool
+ * calls when it has them.
+ */
 function message(m: Json, out: ChainBuilder): boolean {
   if (!isRecord(m)) return false;
   out.unit(ROLE);
-  if (typeof m.role === 'string') out.text(m.role);
+  value(m.role, out);
   out.unit(CONTENT);
   const content = m.content;
-  if (typeof content === 'string') {
-    out.text(content);
-  } else if (Array.isArray(content)) {
+  if (Array.isArray(content)) {
     for (const part of content) {
       if (isRecord(part) && typeof part.text === 'string') {
         out.unit(PART);
         out.text(part.text);
       } else {
-        // Images, audio: counted as a part, not hashed (the index is approximate).
         out.unit(OTHER_PART);
+        value(part, out);
       }
     }
+  } else {
+    value(content, out);
   }
+  if (m.tool_calls !== undefined) value(m.tool_calls, out);
   out.close();
   return typeof m.role !== 'string' || !PREAMBLE_ROLES.has(m.role);
 }
@@ -157,11 +172,13 @@ export function promptChain(body: Json, blockChars = PREFIX_BLOCK_CHARS, maxBloc
     }
     if (firstTurn === 0) firstTurn = out.hashes.length - seeded;
   } else if (typeof body.prompt === 'string' || Array.isArray(body.prompt)) {
-    const prompts: Json[] = typeof body.prompt === 'string' ? [body.prompt] : body.prompt;
+    // One prompt: a string, or one array of token ids; else a list of prompts (strings or token arrays).
+    const one = typeof body.prompt === 'string' || (body.prompt as Json[]).every((t) => typeof t === 'number');
+    const prompts: Json[] = one ? [body.prompt] : (body.prompt as Json[]);
     for (const p of prompts) {
-      if (typeof p !== 'string' || out.full) continue;
+      if (out.full) break;
       out.unit(PROMPT);
-      out.text(p);
+      value(p, out);
       out.close();
     }
   }

@@ -16,6 +16,8 @@ export interface ResolvedSession {
   readonly prefix?: PromptChain;
   /** The body's top-level string `model` (SPEC §4.3), absent when it has none or is not JSON. */
   readonly model?: string;
+  /** The body has a top-level `model` that is not a string: its JSON type (the request is refused with 400). */
+  readonly modelType?: string;
 }
 
 /** `h-` + first 32 hex chars of sha256 over the id's bytes: same bad id, same session, every turn. */

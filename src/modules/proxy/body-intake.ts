@@ -2,7 +2,8 @@ import type { ResolvedSession } from '../affinity/session-id.js';
 import type { BodyBudget } from './body-budget.js';
 import { readBody } from './body-reader.js';
 import type { Exchange } from './exchange.js';
-import { refuseBody } from './exchange-end.js';
+import { failExchange, refuseBody } from './exchange-end.js';
+import { decodeForRouting } from './body-decoding.js';
 
 /**
  * Reads the body of `ex` within `--max-body` and the body memory budget (SPEC §3) and notes it on
@@ -23,4 +24,25 @@ export async function takeBody(ex: Exchange, budget: BodyBudget, maxBody: number
   ex.body = read.body;
   ex.bytesIn = read.body.length;
   return read.body;
+}
+
+/**
+ * Notes the session of `ex` read from its body as the engine reads it: `body` itself, or decoded
+ * per its `Content-Encoding` (decodeForRouting; the original bytes are what is forwarded), and
+ * returns that readable body. A refusal (415, 400 or 413 for the encoding, 400 for a `model` that
+ * is not a string) is answered here and the result is undefined.
+ */
+export async function resolveSession(
+  ex: Exchange,
+  body: Buffer,
+  maxBody: number,
+  resolve: (body?: Buffer) => ResolvedSession,
+): Promise<{ readonly body: Buffer; readonly session: ResolvedSession } | undefined> {
+  const coding = ex.req.headers['content-encoding'];
+  const d = coding === undefined || body.length === 0 ? { ok: true as const, body } : await decodeForRouting(body, coding, maxBody);
+  const session = resolve(d.ok ? d.body : undefined);
+  ex.session = session;
+  if (!d.ok) return void failExchange(ex, d.code, 'rejected', d.message);
+  if (session.modelType !== undefined) return void failExchange(ex, 'invalid_model', 'rejected', `\`model\` must be a string, got ${session.modelType}`);
+  return { body: d.body, session };
 }

@@ -15,7 +15,8 @@ import { RoutingService } from '../routing/routing.service.js';
 import { AdmissionService, type Routed } from '../routing/admission.service.js';
 import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { affinityHeader } from '../routing/routing.policy.js';
-import { takeBody } from './body-intake.js';
+import { resolveSession, takeBody } from './body-intake.js';
+import { hasDotSegment, refuseRequestLine, refusedMethod } from './request-line.js';
 import { BodyBudget } from './body-budget.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
@@ -84,6 +85,10 @@ export class DataPlaneService {
       return failExchange(ex, 'shutting_down', 'rejected');
     }
     const url = req.url ?? '/';
+    if (refusedMethod(req.method) || hasDotSegment(url)) {
+      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
+      return refuseRequestLine(ex, url);
+    }
     if (req.method === 'GET' && (url === '/v1/models' || url.startsWith('/v1/models?'))) {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
       return relayModels(ex, this.registry.list, this.config.modelsTimeoutMs);
@@ -91,16 +96,17 @@ export class DataPlaneService {
     const resolve = (body?: Buffer) => this.affinity.resolve(req.headers[this.affinity.headerName], body);
     const received = await takeBody(ex, this.bodies, this.config.maxBodyBytes, resolve);
     if (received === undefined) return;
-    ex.session = resolve(received);
-    if (refuseUnknownModel(ex, this.registry)) return;
+    const read = await resolveSession(ex, received, this.config.maxBodyBytes, resolve);
+    if (read === undefined || refuseUnknownModel(ex, this.registry)) return;
+    const { session } = read;
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
-    const { publish, holder } = this.routing.shared.enabled ? await this.routing.syncRequest(ex.session) : NO_SYNC;
+    const { publish, holder } = this.routing.shared.enabled ? await this.routing.syncRequest(session) : NO_SYNC;
     if (ex.closed) return;
     // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
-    const body = ex.session.source === 'minted' ? undefined : received;
-    const d = this.routing.route(ex.session.id, publish, ex.session.prefix, { body, holder, model: ex.session.model });
-    if (d.kind === 'wait') return this.wait(ex, ex.session.id, publish);
-    if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica', noReplicaMessage(ex.session.model));
+    const body = session.source === 'minted' ? undefined : read.body;
+    const d = this.routing.route(session.id, publish, session.prefix, { body, holder, model: session.model });
+    if (d.kind === 'wait') return this.wait(ex, session.id, publish);
+    if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica', noReplicaMessage(session.model));
     this.send(ex, d);
   }
 

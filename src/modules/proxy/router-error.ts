@@ -10,6 +10,11 @@ export const ROUTER_ERRORS = {
   replica_timeout: { status: 504, type: 'timeout', message: 'the replica did not answer in time' },
   model_not_found: { status: 404, type: 'invalid_request_error', message: 'no replica serves the requested model' },
   body_too_large: { status: 413, type: 'invalid_request_error', message: 'request body is larger than the router accepts' },
+  invalid_model: { status: 400, type: 'invalid_request_error', message: '`model` must be a string' },
+  invalid_body: { status: 400, type: 'invalid_request_error', message: 'the request body cannot be decoded' },
+  unsupported_encoding: { status: 415, type: 'invalid_request_error', message: 'the request body has a content encoding the router cannot read' },
+  invalid_path: { status: 400, type: 'invalid_request_error', message: 'the request path has dot segments' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'the method is not allowed on the data plane' },
   internal_error: { status: 500, type: 'server_error', message: 'the router failed while handling the request' },
 } as const;
 
