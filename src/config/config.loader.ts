@@ -115,6 +115,8 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     connectTimeoutMs: num('connect-timeout'),
     modelsTimeoutMs: num('models-timeout'),
     modelsRefreshMs: num('models-refresh'),
+    modelsMaxBytes: num('models-max-bytes'),
+    modelsGraceMs: num('models-grace'),
     initialReplicas: pool.initial,
     maxReplicas: pool.ceiling,
     launchTimeoutMs: num('launch-timeout'),

@@ -61,6 +61,13 @@ export const FLAGS = [
   flag('stream-idle-timeout', 'seconds', '600', 'most seconds between two chunks of a stream'),
   flag('connect-timeout', 'seconds', '5', 'seconds to establish a connection to a replica'),
   flag('models-timeout', 'seconds', '5', 'seconds each replica gets to answer GET /v1/models'),
+  flag('models-max-bytes', 'bytes', '4MiB', 'largest model list read from one replica; a longer one is abandoned and counts as unreadable'),
+  flag(
+    'models-grace',
+    'seconds',
+    '30',
+    'seconds a replica whose model list was never readable stays a candidate for every model; after it, only for requests naming none',
+  ),
   flag('models-refresh', 'seconds', '30', "seconds between re-reads of each ready replica's model list (GET /v1/models)"),
   flag('session-ttl', 'seconds', '600', 'seconds an idle session keeps its replica', { file: 'routing.session_ttl' }),
   flag('max-sessions', 'count', '100000', 'sessions remembered (least recently used dropped first)', { min: 1, file: 'routing.max_sessions' }),

@@ -144,6 +144,10 @@ export interface RouterConfigFields {
   readonly modelsTimeoutMs: number;
   /** Period of model discovery's refresh of every ready replica (SPEC §4.3). */
   readonly modelsRefreshMs: number;
+  /** Largest model list read from one replica (`--models-max-bytes`). */
+  readonly modelsMaxBytes: number;
+  /** How long a replica whose list was never readable is a candidate for every model (`--models-grace`). */
+  readonly modelsGraceMs: number;
   readonly initialReplicas: number;
   /** Ceiling of the launched pool: min(slot capacity, --max-replicas). */
   readonly maxReplicas: number;

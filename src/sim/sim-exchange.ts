@@ -11,7 +11,7 @@ import {
   DONE_EVENT,
   errorBody,
   finishChunk,
-  modelsBody,
+  modelsAnswer,
   refuseCompletionBody,
   newCompletionMeta,
   outputToken,
@@ -111,7 +111,7 @@ export class SimExchange {
         this.complete(kind, body ?? Buffer.alloc(0));
       }
     } else if (path === '/v1/models' && method === 'GET') {
-      this.sendFull(200, JSON_TYPE, modelsBody(this.rt.servedModel, this.rt.startedAt, this.rt.loras));
+      this.sendFull(200, JSON_TYPE, modelsAnswer(faults.models_list, this.rt.servedModel, this.rt.startedAt, this.rt.loras));
     } else {
       const echo = { object: 'echo', method, path, query, body_bytes: bodyBytes };
       this.sendFull(200, JSON_TYPE, JSON.stringify(echo));

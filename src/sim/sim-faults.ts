@@ -26,6 +26,8 @@ export interface SimFaults {
    * through the router (another router, a batch job), as a router reading engine metrics sees it.
    */
   external_waiting: number;
+  /** What `GET /v1/models` answers: the real list, `garbage` (not JSON), or `huge` (~57 MB of LoRA adapters). */
+  models_list: 'ok' | 'garbage' | 'huge';
 }
 
 /** A partial update of {@link SimFaults}; `reset: true` first clears every switch. */
@@ -48,6 +50,7 @@ export function noFaults(): SimFaults {
     refuse: false,
     refuse_ms: null,
     external_waiting: 0,
+    models_list: 'ok',
   };
 }
 
@@ -96,6 +99,10 @@ const SETTERS: Readonly<Record<keyof SimFaults, Setter>> = {
       throw new SimFaultsError(`refuse must be a boolean, got ${JSON.stringify(v)}`);
     }
     f.refuse = v;
+  },
+  models_list(f, v) {
+    if (v === 'ok' || v === 'garbage' || v === 'huge') f.models_list = v;
+    else throw new SimFaultsError(`models_list must be "ok", "garbage" or "huge", got ${JSON.stringify(v)}`);
   },
   external_waiting(f, v) {
     f.external_waiting = chunkCount('external_waiting', v) ?? 0;

@@ -165,6 +165,17 @@ export function modelsBody(model: string, created: number, loras: readonly strin
   return JSON.stringify({ object: 'list', data: [card(model, null), ...loras.map((l) => card(l, model))] });
 }
 
+/** Adapters in a `huge` model list: ~57 MB, as one engine with every adapter of a hub listed. */
+const HUGE_LIST_ADAPTERS = 300_000;
+
+/** `GET /v1/models` as the `models_list` switch says: the real list, bytes that are not JSON, or a ~57 MB list. */
+export function modelsAnswer(kind: 'ok' | 'garbage' | 'huge', model: string, created: number, loras: readonly string[]): string {
+  if (kind === 'garbage') return '<html>this is not a model list';
+  if (kind === 'ok') return modelsBody(model, created, loras);
+  const many = Array.from({ length: HUGE_LIST_ADAPTERS }, (_, i) => `adapter-${String(i).padStart(7, '0')}-${'x'.repeat(40)}`);
+  return modelsBody(model, created, many);
+}
+
 /**
  * Why a completion body is refused before any work, or undefined: not a JSON object (400), or a
  * string `model` that is neither the served model nor one of its LoRA adapters (404

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KvCacheModel } from './kv-cache.js';
 import { SimExchange, type SimRuntime } from './sim-exchange.js';
 import { applyFaultsPatch, SimFaultsError, type SimFaults, type SimFaultsPatch } from './sim-faults.js';
-import { errorBody, modelsBody } from './sim-openai.js';
+import { errorBody, modelsAnswer } from './sim-openai.js';
 import type { SimOptions } from './sim-options.js';
 import { AdmissionQueue } from './sim-scheduler.js';
 import { SimStatsRecorder, type SimStats } from './sim-stats.js';
@@ -221,7 +221,7 @@ class Simulator implements SimServer {
     const query = q < 0 ? '' : url.slice(q + 1);
     // The router's model discovery (marked like this), as its health probes, is not client traffic.
     if (path === '/v1/models' && req.headers['x-router-probe'] === 'models')
-      sendJson(res, 200, modelsBody(this.rt.servedModel, this.rt.startedAt, this.rt.loras));
+      sendJson(res, 200, modelsAnswer(this.currentFaults.models_list, this.rt.servedModel, this.rt.startedAt, this.rt.loras));
     else if (path.startsWith('/v1/')) this.handleV1(req, res, path, query);
     else if (path.startsWith('/__sim/')) this.handleControl(req, res, path);
     else if (path === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {

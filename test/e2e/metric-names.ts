@@ -21,6 +21,7 @@ export const METRIC_NAMES: readonly string[] = [
   'affinity_router_rejected_total{}',
   'affinity_router_replica_engine_metrics_up{replica}',
   'affinity_router_replica_foreign_load{replica}',
+  'affinity_router_replica_models_unreadable{replica}',
   'affinity_router_replica_inflight{replica}',
   'affinity_router_replica_request_seconds{replica}',
   'affinity_router_replica_sessions{replica}',

@@ -3,6 +3,7 @@ import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { probe } from '../health/probe.js';
+import { fetchModelList } from '../health/model-list.js';
 import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
@@ -100,8 +101,8 @@ export class FleetAdoption {
     try {
       h = await probe(ep, this.config.health.path, this.config.health.timeoutMs);
       if (h.ok && expected !== undefined) {
-        const m = await probe(ep, '/v1/models', this.config.health.timeoutMs, 64 * 1024);
-        modelOk = m.ok && (m.body ?? '').includes(JSON.stringify(expected));
+        const m = await fetchModelList(ep, this.config.health.timeoutMs, this.config.modelsMaxBytes);
+        modelOk = m.ok && m.entries.some((e) => e.id === expected);
       }
     } finally {
       destroyEndpoint(ep);

@@ -5,37 +5,25 @@ import type { AppLogger } from '../../common/logging/logger.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { HealthService } from './health.service.js';
-import { probe } from './probe.js';
+import { fetchModelList, parseModelList, type ModelEntry } from './model-list.js';
 
-/** Largest model list read (a few hundred LoRA adapters fit). */
-const MAX_LIST_BYTES = 1024 * 1024;
 /** Marks the request as the router's own, so a simulator does not count it as client traffic. */
 const DISCOVERY_HEADERS = { 'x-router-probe': 'models' };
 
 /** The ids of an OpenAI model list (`{"data": [{"id"}, ...]}`), or undefined when it is not one. */
 export function modelIds(text: string): string[] | undefined {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const data = typeof doc === 'object' && doc !== null ? (doc as { data?: unknown }).data : undefined;
-  if (!Array.isArray(data)) return undefined;
-  const ids: string[] = [];
-  for (const m of data) {
-    const id = typeof m === 'object' && m !== null ? (m as { id?: unknown }).id : undefined;
-    if (typeof id === 'string' && id !== '') ids.push(id);
-  }
-  return ids;
+  return parseModelList(text)?.map((m) => m.id);
 }
 
 /**
  * Model discovery (SPEC §4.3): each replica's `GET /v1/models`, read on the probe's own connection
  * (SPEC §3) when it becomes ready, and for every ready replica once at start and every
  * `--models-refresh` (both `refresh()`, called by HealthJobs). LoRA adapters an engine lists there are models like
- * any other. Replicas with declared `models` are never asked. A failed or malformed answer keeps
- * the list already known. The only code that changes `Replica.models`.
+ * any other. Replicas with declared `models` are never asked. A failed, malformed or over-large
+ * answer (`--models-max-bytes`) keeps the list already known; the replica is then "unreadable",
+ * logged once per change and in a gauge, and one whose list was never readable for `--models-grace`
+ * stops being a candidate for requests that name a model. The lists kept here are what `GET
+ * /v1/models` answers. The only code that changes `Replica.models` and its list.
  */
 @Injectable()
 export class ModelDiscovery {
@@ -71,20 +59,49 @@ export class ModelDiscovery {
     if (r.modelsDeclared || r.removed || this.inFlight.has(r)) return;
     this.inFlight.add(r);
     try {
-      const res = await probe(r.endpoint, '/v1/models', this.config.modelsTimeoutMs, MAX_LIST_BYTES, DISCOVERY_HEADERS);
-      const ids = res.ok && res.body !== undefined ? modelIds(res.body) : undefined;
-      if (ids === undefined || r.removed) {
-        const why = res.ok ? 'the answer is not an OpenAI model list' : (res.error ?? `status ${res.status}`);
-        this.log.debug({ event: 'models_unread', replica: r.name, reason: why }, `could not read the model list of ${r.name}: ${why}`);
-        return;
+      const read = await fetchModelList(r.endpoint, this.config.modelsTimeoutMs, this.config.modelsMaxBytes, DISCOVERY_HEADERS);
+      if (r.removed) return;
+      if (read.ok) {
+        this.unreadableSince.delete(r);
+        if (r.modelListOk === false) this.log.info({ event: 'models_readable', replica: r.name }, `the model list of ${r.name} is readable again`);
+        r.modelListOk = true;
+        r.modelsUnknownTooLong = false;
+        return this.apply(r, read.entries);
       }
-      this.apply(r, ids);
+      this.unreadable(r, read.reason);
     } finally {
       this.inFlight.delete(r);
     }
   }
 
-  private apply(r: Replica, ids: readonly string[]): void {
+  /** When each replica's list became unreadable (performance.now() ms), while it is. */
+  private readonly unreadableSince = new WeakMap<Replica, number>();
+
+  private unreadable(r: Replica, why: string): void {
+    const now = performance.now();
+    if (r.modelListOk !== false) {
+      r.modelListOk = false;
+      this.unreadableSince.set(r, now);
+      const after =
+        r.models === undefined
+          ? `; after --models-grace ${this.config.modelsGraceMs / 1000} s it takes only requests naming no model`
+          : '; routing by the list known before';
+      this.log.warn({ event: 'models_unreadable', replica: r.name, reason: why }, `cannot read the model list of ${r.name}: ${why}${after}`);
+      // Looked at again when the grace ends, whatever the refresh period.
+      if (r.models === undefined) setTimeout(() => this.start(r), this.config.modelsGraceMs).unref();
+    }
+    if (r.models === undefined && !r.modelsUnknownTooLong && now - (this.unreadableSince.get(r) ?? now) >= this.config.modelsGraceMs) {
+      r.modelsUnknownTooLong = true;
+      this.log.warn(
+        { event: 'models_grace_over', replica: r.name },
+        `the model list of ${r.name} was never readable within --models-grace; it now takes only requests that name no model`,
+      );
+    }
+  }
+
+  private apply(r: Replica, entries: readonly ModelEntry[]): void {
+    r.modelList = entries;
+    const ids = entries.map((m) => m.id);
     const before = r.models;
     const same = before !== undefined && before.size === ids.length && ids.every((id) => before.has(id));
     if (same) return;

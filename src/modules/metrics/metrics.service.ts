@@ -21,6 +21,7 @@ import { registerAutoscaleMetrics } from './autoscale-metrics.js';
 import { AutoscalerService } from '../fleet/autoscaler.service.js';
 import { StateService } from '../fleet/state.service.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
+import { registerReadMetrics } from './read-metrics.js';
 import { registerSpeedMetrics } from './speed-metrics.js';
 import { modelLabel, registerModelMetrics } from './model-metrics.js';
 
@@ -144,16 +145,6 @@ export class MetricsService {
       },
     });
     new Gauge({
-      name: `${P}replica_engine_metrics_up`,
-      help: "Replicas with engine metrics configured: 1 when the last scrape of its Prometheus endpoint was readable, 0 when not (then its load is the router's own count).",
-      labelNames: ['replica'],
-      registers: [reg],
-      collect() {
-        this.reset();
-        for (const r of registry.list) if (r.engineMetricsOk !== null) this.set({ replica: r.name }, r.engineMetricsOk ? 1 : 0);
-      },
-    });
-    new Gauge({
       name: `${P}replica_state`,
       help: 'Replica state: 1 for the current state of each replica.',
       labelNames: ['replica', 'kind', 'state'],
@@ -199,6 +190,7 @@ export class MetricsService {
     });
     registerPrefixMetrics(reg, P, affinity, routing);
     registerSpeedMetrics(reg, P, registry, routing);
+    registerReadMetrics(reg, P, registry);
     monotonic(
       reg,
       `${P}session_evictions_total`,

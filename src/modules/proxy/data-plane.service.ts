@@ -91,7 +91,7 @@ export class DataPlaneService {
     }
     if (req.method === 'GET' && (url === '/v1/models' || url.startsWith('/v1/models?'))) {
       ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
-      return relayModels(ex, this.registry.list, this.config.modelsTimeoutMs);
+      return relayModels(ex, this.registry.list);
     }
     const resolve = (body?: Buffer) => this.affinity.resolve(req.headers[this.affinity.headerName], body);
     const received = await takeBody(ex, this.bodies, this.config.maxBodyBytes, resolve);

@@ -1,5 +1,6 @@
 import type { EngineMetricsSpec } from '../../config/router-config.js';
 import type { ReplicaEndpoint } from './replica-endpoint.js';
+import type { ModelEntry } from './model-entry.js';
 
 /** `shared`: a fleet replica another router leads (seen through Redis); routed to, never stopped here. */
 export type ReplicaKind = 'static' | 'launched' | 'adopted' | 'shared';
@@ -91,6 +92,12 @@ export class Replica {
    * discovery reads its `/v1/models`. Undefined while unknown: then it is a candidate for any model.
    */
   models: ReadonlySet<string> | undefined;
+  /** The entries of its last readable `/v1/models` list (what `GET /v1/models` answers), kept by discovery. */
+  modelList: readonly ModelEntry[] | undefined = undefined;
+  /** Discovery's last read: true readable, false not (logged once, in a gauge), null not tried. */
+  modelListOk: boolean | null = null;
+  /** Its list was never readable for `--models-grace`: a candidate only for requests naming no model. */
+  modelsUnknownTooLong = false;
   /** The config declared `models`: discovery leaves them alone. */
   readonly modelsDeclared: boolean;
   /** Exchanges currently on this replica (kept by the proxy). */
@@ -139,9 +146,9 @@ export class Replica {
     this.where = placement;
   }
 
-  /** A candidate for a request naming `model`: it lists it, or its list is not known yet. */
+  /** A candidate for a request naming `model`: it lists it, or its list is not known yet (within `--models-grace`). */
   serves(model: string): boolean {
-    return this.models === undefined || this.models.has(model);
+    return this.models === undefined ? !this.modelsUnknownTooLong : this.models.has(model);
   }
 
   get url(): string {
