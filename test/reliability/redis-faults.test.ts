@@ -105,6 +105,12 @@ class Traffic {
   }
 }
 
+interface FleetRow {
+  readonly slots: ReadonlyArray<{ readonly name: string; readonly state: string; readonly replica: string | null }>;
+  readonly orphans: readonly unknown[];
+  readonly failures: readonly unknown[];
+}
+
 const replicas = async (r: RouterProcess): Promise<ReplicaRow[]> => (await adminCall(r, 'GET', '/replicas')).body.replicas as ReplicaRow[];
 const leading = async (r: RouterProcess): Promise<boolean> =>
   sum(parseProm((await simRequest(`${r.url}/metrics`)).body.toString()).samples, 'affinity_router_fleet_leader', {}) === 1;
@@ -145,6 +151,9 @@ describe('Redis faults under traffic: no request fails, no replica is lost or re
           if (!oneLeader) continue;
           if (!(await leading(r))) continue;
           if (rows.some((x) => x.kind === 'shared') || JSON.stringify(rows.map((x) => x.pid).sort()) !== JSON.stringify(pids)) return false;
+          // Every slot held by its own replica; nothing reported as an orphan or a failed launch.
+          const fleet = (await adminCall(r, 'GET', '/fleet')).body as FleetRow;
+          if (!fleet.slots.every((x) => x.state === 'reserved' && x.replica === x.name) || fleet.orphans.length > 0 || fleet.failures.length > 0) return false;
         }
         return true;
       },
@@ -260,6 +269,34 @@ describe('Redis faults under traffic: no request fails, no replica is lost or re
       ['adopted', 'adopted'],
     );
     checkPhase(t, 'leader-killed');
+  });
+
+  it('the leader killed while Redis is down, Redis back empty: the follower serves throughout and leads the same processes', async (t) => {
+    if (rd === null) return t.skip('redis-server is not installed');
+    const leader = live()[0];
+    const follower = await start();
+    await waitFor(
+      async () => (await replicas(follower)).filter((x) => x.ready && x.kind === 'shared').length === 2,
+      15_000,
+      'the new follower to mirror the fleet',
+    );
+    traffic!.targets = [leader, follower];
+    traffic!.phase = 'pair-again';
+    await waitFor(() => traffic!.count('pair-again') > 3 * SESSIONS, 15_000, 'the new follower to serve the conversations');
+    traffic!.phase = 'leader-killed-redis-down';
+    await traffic!.only([follower]);
+    await rd.stop();
+    leader.child.kill('SIGKILL');
+    await leader.exited();
+    await sleep(3_000);
+    await rd.restart();
+    await settled('after the leader died with Redis down');
+    assert.deepEqual(
+      (await replicas(follower)).map((x) => x.kind),
+      ['adopted', 'adopted'],
+    );
+    checkPhase(t, 'pair-again');
+    checkPhase(t, 'leader-killed-redis-down');
   });
 
   it('Redis gone for good and the leader killed: a follower keeps routing every conversation to its replica', async (t) => {
