@@ -12,7 +12,7 @@ export function tokenId(token: string): string {
 /**
  * `Bearer`, ASCII spaces or tabs, then the token: visible ASCII only. Unicode whitespace (a
  * no-break space, U+2028, ...) is not a separator here, as in RFC 9110's grammar, so
- * `Bearer\xa0<token>` is refused like any malformed header (README, Admin API).
+ * `Bearer\xa0<token>` is refused like any malformed header (docs/admin-api.md, "Auth").
  */
 const BEARER = /^bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 

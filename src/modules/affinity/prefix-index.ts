@@ -7,7 +7,7 @@ import { intShard, ShardedMap } from './sharded-map.js';
  * `maxBlocks` entries. Approximate by design: an engine's cache evicts on its own, so the index
  * only says where a prefix was sent, and stale guesses cost one prefill.
  *
- * Layout (56 bytes an entry when filled once, 83 under churn; README "Sessions and routing policy"): a sharded `Map<number, slot>` keyed by
+ * Layout (56 bytes an entry when filled once, 83 under churn; docs/routing.md, "Requests without a session id"): a sharded `Map<number, slot>` keyed by
  * the low 30 bits of the 53-bit hash (a small integer, so no boxed key per entry), the full hash,
  * target and epoch in typed arrays by slot, and a RecencyList over the slots. Two hashes sharing the
  * low 30 bits share a slot: the later one replaces the earlier (≈ 500 of 1,000,000 entries), and a
