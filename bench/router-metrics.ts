@@ -1,6 +1,6 @@
 /**
  * The router's own view of its overhead, from its Prometheus histogram
- * `affinity_router_overhead_seconds{phase="request"|"response"}` (SPEC §9): the sums and counts
+ * `affinity_router_overhead_seconds{phase="request"|"response"}` (contract §9): the sums and counts
  * are read before and after a run, and the mean per request is the difference.
  */
 import { parseProm } from '../test/support/prom.js';

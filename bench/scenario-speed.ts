@@ -2,7 +2,7 @@
  * Scenario (v), issue 15 row (c): one replica 4x slower. Three KV-cache simulators as in scenario
  * (e), the third with `--slowdown 4`; the multi-turn chat workload of scenario (e) (session ids in
  * the body, same seed) sent as streams, once through a router with `routing.speed_aware: false`
- * (today's policy: least in-flight + slack 8) and once with speed-aware load (SPEC §4.2), each on
+ * (today's policy: least in-flight + slack 8) and once with speed-aware load (contract §4.2), each on
  * fresh simulators. Client time to first token, the simulators' hit rate against the oracle (one
  * infinite KV cache fed every prompt in send order), and where requests went.
  */

@@ -74,7 +74,7 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
             if (refuseWithoutHost(req, res)) return;
             // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
             if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
-            // The admin token is checked before Fastify routes, parses or reads anything (SPEC §1).
+            // The admin token is checked before Fastify routes, parses or reads anything (contract §1).
             else if (log === undefined || admitAdminRequest(req, res, adminAuth, log)) fastifyHandler(req, res);
           },
         ),
@@ -82,7 +82,7 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
     bodyLimit: ADMIN_BODY_LIMIT,
     return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    // Fastify's and Node's own refusals in the router's error shapes (SPEC §8).
+    // Fastify's and Node's own refusals in the router's error shapes (contract §8).
     frameworkErrors: frameworkErrorHandler(() => log),
     clientErrorHandler: clientErrorHandler(() => log),
   });

@@ -1,5 +1,5 @@
 /**
- * An id a client may supply that the router keeps as it is: the session id (SPEC §4) and the
+ * An id a client may supply that the router keeps as it is: the session id (contract §4) and the
  * `X-Request-Id`. 1 to 128 characters from `A-Za-z0-9._:-`, so it is safe in a response header and
  * a log line as it stands.
  */

@@ -1,4 +1,4 @@
-/** `--body-memory` (SPEC §3): parsed like a size, defaulted from the heap limit, never below `--max-body`. */
+/** `--body-memory` (contract §3): parsed like a size, defaulted from the heap limit, never below `--max-body`. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { getHeapStatistics } from 'node:v8';

@@ -6,7 +6,7 @@ import type { Setting } from './config.sources.js';
 export const BODY_MEMORY_HEAP_FRACTION = 0.25;
 
 /**
- * The router-wide budget of request-body bytes held at once (`--body-memory`, SPEC §3): the
+ * The router-wide budget of request-body bytes held at once (`--body-memory`, contract §3): the
  * setting, else a quarter of the heap limit; never below `--max-body` by default, and refused when
  * set below it (a body of the largest accepted size could never be admitted).
  */

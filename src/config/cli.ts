@@ -10,7 +10,7 @@ import type { Env } from './config.sources.js';
 import { formatUsage, parseArgv } from './flags.js';
 import type { RouterConfig } from './router-config.js';
 
-/** Exit code for invalid flags, config or state file (SPEC §1). */
+/** Exit code for invalid flags, config or state file (contract §1). */
 export const CONFIG_EXIT_CODE = 2;
 
 /**

@@ -1,4 +1,4 @@
-/** The `autoscale` section (SPEC §6.1): defaults, units, and each rule with its path. */
+/** The `autoscale` section (contract §6.1): defaults, units, and each rule with its path. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, type ConfigProblem } from './config-error.js';
@@ -26,7 +26,7 @@ describe('config file: autoscale', () => {
     assert.equal(load({ hosts: [host([0, 1])] }).autoscale, undefined);
   });
 
-  it("fills SPEC §6.1's defaults, max being the slot capacity, durations in ms", () => {
+  it("fills contract §6.1's defaults, max being the slot capacity, durations in ms", () => {
     assert.deepEqual(load({ hosts: [host([0, 1, 2, 3], { devices_per_replica: 2 }), host([0], { name: 'b', port_base: 9001 })], autoscale: {} }).autoscale, {
       min: 1,
       max: 3,

@@ -1,5 +1,5 @@
 /**
- * The `autoscale` section (SPEC §6.1) as settings: defaults filled in, seconds turned into
+ * The `autoscale` section (contract §6.1) as settings: defaults filled in, seconds turned into
  * milliseconds, and the rules that need the fleet (a host to launch on, `max` within the declared
  * slots, `min` ≤ `max`). The DTO (config.dto.ts) has checked each field's type already.
  */
@@ -7,7 +7,7 @@ import type { ConfigProblem } from './config-error.js';
 import type { AutoscaleDto } from './config.dto.js';
 import type { AutoscaleSettings } from './router-config.js';
 
-/** SPEC §6.1's example values, used for the fields a section leaves out. */
+/** contract §6.1's example values, used for the fields a section leaves out. */
 export const AUTOSCALE_DEFAULTS = { min: 1, target_inflight: 8, interval: 10, up_after: 30, down_after: 300 } as const;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Schema of the config file (SPEC §2) as class-validator + class-transformer DTOs, with the
+ * Schema of the config file (contract §2) as class-validator + class-transformer DTOs, with the
  * file's snake_case field names. Each field carries one rule (config.rules.ts) whose message names
  * the offending value; config.validate.ts runs them and names each problem by its JSON path.
  *
@@ -99,7 +99,7 @@ export class HealthDto {
   @Optional() @Check(seconds) readonly metrics_interval?: number;
 }
 
-/** `autoscale` (SPEC §6.1): the launched pool's bounds and signal (seconds in the file). */
+/** `autoscale` (contract §6.1): the launched pool's bounds and signal (seconds in the file). */
 export class AutoscaleDto {
   @Optional() @Check(integer(1)) readonly min?: number;
   @Optional() @Check(integer(1)) readonly max?: number;

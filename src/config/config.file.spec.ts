@@ -1,4 +1,4 @@
-/** Config-file rules (SPEC §2): one test per rule, asserting the exact path and the named value. */
+/** Config-file rules (contract §2): one test per rule, asserting the exact path and the named value. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, type ConfigProblem } from './config-error.js';
@@ -114,7 +114,7 @@ describe('config file: max_inflight', () => {
   });
 });
 
-describe('config file: models (SPEC §4.3)', () => {
+describe('config file: models (contract §4.3)', () => {
   it('takes the models a static replica declares, and refuses an empty list, a non-string, an empty id or a duplicate', () => {
     assert.deepEqual(load({ replicas: [replica({ models: ['llama-8b', 'sql-lora'] })] }).replicas[0].models, ['llama-8b', 'sql-lora']);
     assert.equal(load({ replicas: [replica()] }).replicas[0].models, undefined);
@@ -148,7 +148,7 @@ describe('config file: names', () => {
     );
   });
 
-  it('refuses an empty name on a replica or a host, naming the path (SPEC §2)', () => {
+  it('refuses an empty name on a replica or a host, naming the path (contract §2)', () => {
     rejects({ replicas: [replica(), replica({ port: 8002, name: '' })] }, 'replicas[1].name', /must not be empty/);
     rejects({ hosts: [host(), host({ name: '', port_base: 9101 })] }, 'hosts[1].name', /must not be empty/);
   });

@@ -1,4 +1,4 @@
-/** Config-file rules for `hosts[i]` (SPEC §2): one test per rule, exact path, value named. */
+/** Config-file rules for `hosts[i]` (contract §2): one test per rule, exact path, value named. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, type ConfigProblem } from './config-error.js';

@@ -1,4 +1,4 @@
-/** Settings (SPEC §1): flags, env twins, precedence, derived values, admin token. */
+/** Settings (contract §1): flags, env twins, precedence, derived values, admin token. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, type ConfigProblem } from './config-error.js';
@@ -104,7 +104,7 @@ describe('precedence: flag > env > file > default', () => {
 });
 
 describe('defaults and derived values', () => {
-  it('has the SPEC defaults, durations in milliseconds', () => {
+  it('has the contract defaults, durations in milliseconds', () => {
     const c = load(cfg);
     assert.deepEqual(
       [c.listenHost, c.listenPort, c.requestTimeoutMs, c.streamIdleTimeoutMs, c.connectTimeoutMs, c.modelsTimeoutMs, c.launchTimeoutMs, c.drainTimeoutMs],

@@ -21,7 +21,7 @@ function problems(routing: Record<string, unknown>): string[] {
   return [];
 }
 
-describe('config: prefix affinity settings (SPEC §4.1)', () => {
+describe('config: prefix affinity settings (contract §4.1)', () => {
   it('is on by default with 1,000,000 blocks', () => {
     const c = load({});
     assert.equal(c.routing.prefixAffinity, true);

@@ -84,7 +84,7 @@ export const oneOf =
   (choices: readonly string[]): Rule =>
   (v) =>
     typeof v === 'string' && choices.includes(v) ? undefined : `must be one of ${choices.map((c) => `"${c}"`).join(', ')}, ${got(v)}`;
-/** Replica/host names; absent or null means "use the default name", but a present name is never empty (SPEC §2). */
+/** Replica/host names; absent or null means "use the default name", but a present name is never empty (contract §2). */
 export const optionalName: Rule = (v) =>
   v === undefined || v === null || (typeof v === 'string' && NAME_PATTERN.test(v))
     ? undefined
@@ -101,7 +101,7 @@ export const stringList =
     if (nonEmpty && v[0] === '') return 'element [0] (the program) must not be empty';
     return undefined;
   };
-/** A static replica's `models` (SPEC §4.3): a non-empty list of distinct, non-empty model ids. */
+/** A static replica's `models` (contract §4.3): a non-empty list of distinct, non-empty model ids. */
 export const modelList: Rule = (v) => {
   if (!Array.isArray(v) || v.length === 0) return `must be a non-empty array of model ids, ${got(v)}`;
   const bad = v.findIndex((m) => typeof m !== 'string' || m === '');

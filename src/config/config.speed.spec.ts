@@ -11,7 +11,7 @@ function load(routing: Record<string, unknown>, argv: string[] = [], env: Record
   return loadRouterConfig(['--config', 'router.json', ...argv], env, { readFile: () => text });
 }
 
-describe('config: speed-aware load (SPEC §4.2)', () => {
+describe('config: speed-aware load (contract §4.2)', () => {
   it('routing.speed_aware defaults to true; the file, its env twin and the flag set it', () => {
     assert.equal(load({}).routing.speedAware, true);
     assert.equal(load({ speed_aware: false }).routing.speedAware, false);

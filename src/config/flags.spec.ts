@@ -13,7 +13,7 @@ describe('flag table', () => {
     assert.equal(flagSpec('drain-timeout').env, 'ROUTER_DRAIN_TIMEOUT');
   });
 
-  it('has the SPEC defaults', () => {
+  it('has the contract defaults', () => {
     const defaults = Object.fromEntries(FLAGS.map((f) => [f.key, f.default]));
     assert.deepEqual(
       {

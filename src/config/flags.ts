@@ -44,7 +44,7 @@ function flag<K extends string>(key: K, kind: FlagKind, defaultValue: string | u
 /** Log levels accepted by `--log-level` (pino's). */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 
-/** The flag table (SPEC §1), in the order `--help` lists it. */
+/** The flag table (contract §1), in the order `--help` lists it. */
 export const FLAGS = [
   flag('config', 'string', undefined, 'config file: JSON, or YAML when it ends in .yaml/.yml (required)', { aliases: ['--replicas'] }),
   flag('host', 'string', '0.0.0.0', 'address to listen on', { check: checkHostAddress }),

@@ -30,9 +30,9 @@ export interface StaticReplicaSpec {
   readonly caFile?: string;
   /** Verify the replica's certificate (https only). Default true. */
   readonly tlsVerify: boolean;
-  /** Admission cap: requests in flight beyond it wait in the router's queue (SPEC §3). */
+  /** Admission cap: requests in flight beyond it wait in the router's queue (contract §3). */
   readonly maxInflight?: number;
-  /** Models it serves, declared (SPEC §4.3): no discovery then. */
+  /** Models it serves, declared (contract §4.3): no discovery then. */
   readonly models?: readonly string[];
   readonly engineMetrics?: EngineMetricsSpec;
 }
@@ -58,7 +58,7 @@ export interface HostSpec {
   readonly python: string;
   readonly workdir?: string;
   readonly logDir: string;
-  /** Admission cap of each replica launched here (SPEC §3). */
+  /** Admission cap of each replica launched here (contract §3). */
   readonly maxInflight?: number;
   /** Engine metrics of each replica launched here. */
   readonly engineMetrics?: EngineMetricsSpec;
@@ -88,11 +88,11 @@ export interface RoutingSettings {
   readonly affinitySlack: number;
   readonly sessionTtlMs: number;
   readonly maxSessions: number;
-  /** Route session-less requests by prompt prefix (SPEC §4.1). */
+  /** Route session-less requests by prompt prefix (contract §4.1). */
   readonly prefixAffinity: boolean;
   /** Cap of the prefix index, in blocks. */
   readonly prefixBlocks: number;
-  /** Compare replicas by expected wait from their measured speed (SPEC §4.2); false = raw in-flight counts. */
+  /** Compare replicas by expected wait from their measured speed (contract §4.2); false = raw in-flight counts. */
   readonly speedAware: boolean;
   /**
    * Warm hand-off (docs/design.md §6.2): a new conversation whose home by in-flight counts is a slower
@@ -112,7 +112,7 @@ export interface HealthSettings {
   readonly metricsIntervalMs: number;
 }
 
-/** `autoscale` (SPEC §6.1), applied to each model pool of launched replicas. */
+/** `autoscale` (contract §6.1), applied to each model pool of launched replicas. */
 export interface AutoscaleSettings {
   readonly min: number;
   /** Defaults to the slot capacity; the pool's own slots and --max-replicas bound it further at run time. */
@@ -142,7 +142,7 @@ export interface RouterConfigFields {
   readonly streamIdleTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly modelsTimeoutMs: number;
-  /** Period of model discovery's refresh of every ready replica (SPEC §4.3). */
+  /** Period of model discovery's refresh of every ready replica (contract §4.3). */
   readonly modelsRefreshMs: number;
   /** Largest model list read from one replica (`--models-max-bytes`). */
   readonly modelsMaxBytes: number;

@@ -47,7 +47,7 @@ export class SimArgsError extends Error {
   override readonly name = 'SimArgsError';
 }
 
-/** The defaults, as documented in SPEC §10 and `--help`. */
+/** The defaults, as documented in contract §10 and `--help`. */
 export function defaultSimOptions(): SimOptions {
   return {
     port: 8001,

@@ -1,5 +1,5 @@
 /**
- * Admin API auth, validation, audit and documentation (SPEC §1, §8): what an operator and a
+ * Admin API auth, validation, audit and documentation (contract §1, §8): what an operator and a
  * security review see from outside. Complements admin.test.ts.
  */
 import { describe, it } from 'node:test';
@@ -25,7 +25,7 @@ const MUTATING: readonly Call[] = ROUTES.filter(([m]) => m !== 'GET');
 
 const audits = (r: TestRouter) => r.logs().filter((l) => l['event'] === 'audit');
 
-describe('admin API auth, validation and audit (SPEC §8)', () => {
+describe('admin API auth, validation and audit (contract §8)', () => {
   const routers = adminRouterPair();
 
   it('answers 403 problem+json on every admin route, DELETE /sessions/:id included, when no token is configured', async () => {

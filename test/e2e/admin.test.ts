@@ -5,7 +5,7 @@ import { adminCall, adminRouterPair, startTestRouter, TEST_TOKEN, waitFor, type 
 import { freePortRange, pidAlive } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
 
-describe('admin API auth and validation (SPEC §1, §8)', () => {
+describe('admin API auth and validation (contract §1, §8)', () => {
   const routers = adminRouterPair();
 
   // 403 with no token configured, on every route: admin-auth.test.ts.
@@ -123,7 +123,7 @@ describe('admin API auth and validation (SPEC §1, §8)', () => {
   });
 });
 
-describe('admin API with --admin-open (SPEC §1)', () => {
+describe('admin API with --admin-open (contract §1)', () => {
   let router: TestRouter;
   before(async () => {
     const sim = await spawnSim({ name: 'o0' });

@@ -29,7 +29,7 @@ async function fill(router: TestRouter, sim: SimProcess, name: string): Promise<
   return long;
 }
 
-describe('admission control: max_inflight and the router queue (SPEC §3)', () => {
+describe('admission control: max_inflight and the router queue (contract §3)', () => {
   after(stopAllSims);
 
   it('queues past max_inflight in order, refuses past --queue-max at once, forgets a client that left, and serves the rest once places free', async () => {

@@ -9,7 +9,7 @@ import { simHost } from '../support/fleet.js';
 import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 /**
- * The autoscaler (SPEC §6.1) against simulator replicas launched into slots, with short windows
+ * The autoscaler (contract §6.1) against simulator replicas launched into slots, with short windows
  * (sub-second interval, a second or two up/down) so each case runs in seconds. The decision rules
  * themselves (hysteresis, bounds, back-off) are unit-tested in autoscale.policy.spec.ts.
  */
@@ -62,7 +62,7 @@ async function holds(probe: () => Promise<boolean>, ms: number): Promise<boolean
   return true;
 }
 
-describe('autoscaling (SPEC §6.1)', () => {
+describe('autoscaling (contract §6.1)', () => {
   const procs: RouterProcess[] = [];
   const pidsSeen = new Set<number>();
   after(async () => {

@@ -9,7 +9,7 @@ const STREAMS = 500;
 const body = (tokens: number, stream: boolean): string =>
   JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: tokens, stream });
 
-describe('a busy replica (SPEC §3: probes have connections of their own, no hidden cap)', () => {
+describe('a busy replica (contract §3: probes have connections of their own, no hidden cap)', () => {
   after(stopAllSims);
 
   it('stays ready with 500 ten-second streams in flight, and a new request still gets through at once', async () => {

@@ -1,5 +1,5 @@
 /**
- * SPEC §1 exit codes, seen from outside: the real entry point with a bad config or bad flags
+ * contract §1 exit codes, seen from outside: the real entry point with a bad config or bad flags
  * prints one `error: <path>: <message>` line per problem on stderr and exits 2 on its own,
  * before anything listens.
  */

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { spawnSim, simRequest, simStream, stopAllSims, type SimProcess } from '../support/sim-process.js';
 import { startTestRouter, waitFor, type TestRouter } from '../support/router.js';
 
-describe('data plane (SPEC §3)', () => {
+describe('data plane (contract §3)', () => {
   let sim: SimProcess;
   let router: TestRouter;
 
@@ -43,7 +43,7 @@ describe('data plane (SPEC §3)', () => {
     const e = JSON.parse(r.body.toString()) as Record<string, unknown>;
     assert.deepEqual({ object: e['object'], type: e['type'], code: e['code'] }, { object: 'error', type: 'invalid_request_error', code: 'body_too_large' });
     assert.equal(typeof e['message'], 'string');
-    // The router headers of SPEC §3, on an error answered before any routing: no replica was
+    // The router headers of contract §3, on an error answered before any routing: no replica was
     // chosen, so no X-Router-Replica, and the affinity decision is `none`.
     assert.equal(r.headers['x-session-id'], 'big');
     assert.equal(r.headers['x-request-id'], 'req-413');
@@ -58,7 +58,7 @@ describe('data plane (SPEC §3)', () => {
       body: JSON.stringify({ model: 'sim-model', stream: true, max_tokens: 20, messages: [{ role: 'user', content: 'count' }] }),
     });
     assert.equal(s.status, 200);
-    // All four router headers (SPEC §3) on the stream's response head.
+    // All four router headers (contract §3) on the stream's response head.
     assert.equal(s.headers['x-session-id'], 'streamer');
     assert.equal(s.headers['x-router-replica'], 'only');
     assert.equal(s.headers['x-router-affinity'], 'initialize');
@@ -193,7 +193,7 @@ describe('data plane (SPEC §3)', () => {
   });
 });
 
-describe('data plane failures (SPEC §3, §5)', () => {
+describe('data plane failures (contract §3, §5)', () => {
   after(stopAllSims);
 
   it('ends a stream broken by a replica that dies with one error event and no [DONE]', async () => {
@@ -252,7 +252,7 @@ describe('data plane failures (SPEC §3, §5)', () => {
       const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: Buffer.from('{"messages":[]}') });
       assert.equal(r.status, 504);
       assert.equal((JSON.parse(r.body.toString()) as { code: string }).code, 'replica_timeout');
-      // The router headers of SPEC §3 on a 504: the minted session, the replica tried, the decision.
+      // The router headers of contract §3 on a 504: the minted session, the replica tried, the decision.
       assert.equal(r.headers['x-router-replica'], 'slow');
       assert.match(String(r.headers['x-session-id']), /^[0-9a-f]{32}$/);
       assert.match(String(r.headers['x-request-id']), /^[A-Za-z0-9._:-]{1,128}$/);

@@ -1,5 +1,5 @@
 /**
- * `npm start` (SPEC §1, issue 3 item 8): the demo runs the router with config/demo.json, launches
+ * `npm start` (contract §1, issue 3 item 8): the demo runs the router with config/demo.json, launches
  * simulator processes through the local transport, prints the URL and the admin token, answers a
  * chat request from a simulator, and on Ctrl-C exits leaving no simulator behind.
  */
@@ -126,7 +126,7 @@ describe('npm start: the demo', () => {
     assert.match(String(r.headers['x-router-replica']), /^demo-d[01]$/);
     assert.equal(r.headers['x-replica-name'], r.headers['x-router-replica'], 'answered by the simulator the router named');
     assert.equal((JSON.parse(r.body.toString()) as { object: string }).object, 'chat.completion');
-    // The second model, and its LoRA adapter, served by the coder replica (SPEC §4.3).
+    // The second model, and its LoRA adapter, served by the coder replica (contract §4.3).
     for (const model of ['sim-coder', 'sim-coder-sql']) {
       const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'write a loop' }], max_tokens: 4 });
       const c = await waitFor(

@@ -34,7 +34,7 @@ function runRouter(args: string[]): Promise<{ code: number | null; stderr: strin
   });
 }
 
-describe('router process lifecycle (SPEC §6)', () => {
+describe('router process lifecycle (contract §6)', () => {
   const procs: RouterProcess[] = [];
   const killedPids: number[] = [];
   after(async () => {

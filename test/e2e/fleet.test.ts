@@ -22,7 +22,7 @@ const post = (router: TestRouter, session?: string) =>
 const pidOf = async (router: TestRouter, name: string): Promise<number> =>
   (await adminCall(router, 'GET', '/replicas')).body.replicas.find((r: { name: string }) => r.name === name).pid;
 
-describe('fleet (SPEC §6)', () => {
+describe('fleet (contract §6)', () => {
   const routers: TestRouter[] = [];
   const start = async (config: unknown, flags: string[] = []) => {
     const r = await startTestRouter(config, flags, TOKEN_ENV);
@@ -307,7 +307,7 @@ describe('fleet (SPEC §6)', () => {
   });
 });
 
-describe('adoption proves a recorded pid before it may be signalled (SPEC §6)', () => {
+describe('adoption proves a recorded pid before it may be signalled (contract §6)', () => {
   const routers: TestRouter[] = [];
   const sleepers: number[] = [];
   after(async () => {

@@ -46,7 +46,7 @@ async function fullAcceptQueue(): Promise<{ port: number; close(): void }> {
   };
 }
 
-describe('health and failover (SPEC §5)', () => {
+describe('health and failover (contract §5)', () => {
   after(stopAllSims);
 
   it('retries a refused connection once on another replica and demotes the refusing one at once', async () => {
@@ -153,7 +153,7 @@ describe('health and failover (SPEC §5)', () => {
       const e = JSON.parse(r.body.toString()) as Record<string, string>;
       assert.deepEqual([e['object'], e['type'], e['code']], ['error', 'bad_gateway', 'replica_unreachable']);
       assert.equal(typeof e['message'], 'string');
-      // All four router headers (SPEC §3) on the 502: the replica of the last attempt, and the
+      // All four router headers (contract §3) on the 502: the replica of the last attempt, and the
       // decision that moved the session off the refusing pin.
       assert.equal(r.headers['x-session-id'], 's');
       assert.equal(r.headers['x-request-id'], 'req-502');
@@ -296,11 +296,11 @@ describe('health and failover (SPEC §5)', () => {
         const r = await post(router, { 'x-session-id': 'lonely', 'x-request-id': `lonely-${i}` });
         const took = performance.now() - t0;
         assert.equal(r.status, 503);
-        // At once (SPEC: < 100 ms): never held in the 30 s admission queue. The bound is far below
+        // At once (contract: < 100 ms): never held in the 30 s admission queue. The bound is far below
         // the queue timeout rather than at 100 ms, which a loaded 2-core runner can overshoot.
         assert.ok(took < 5_000, `took ${took} ms`);
         assert.equal(r.headers['retry-after'], '1');
-        // The router headers of SPEC §3: no replica was chosen, the decision is `none`.
+        // The router headers of contract §3: no replica was chosen, the decision is `none`.
         assert.equal(r.headers['x-session-id'], 'lonely');
         assert.equal(r.headers['x-request-id'], `lonely-${i}`);
         assert.equal(r.headers['x-router-affinity'], 'none');

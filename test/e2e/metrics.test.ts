@@ -10,7 +10,7 @@ const chat = (extra: Record<string, unknown> = {}) =>
   Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }));
 const scrape = async (router: TestRouter) => parseProm((await simRequest(`${router.url}/metrics`)).body.toString());
 
-describe('metrics (SPEC §9)', () => {
+describe('metrics (contract §9)', () => {
   let sims: SimProcess[];
   let router: TestRouter;
   before(async () => {

@@ -1,4 +1,4 @@
-/** Several models and LoRA adapters in one fleet (SPEC §4.3, issue 16), with simulator processes. */
+/** Several models and LoRA adapters in one fleet (contract §4.3, issue 16), with simulator processes. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
@@ -32,7 +32,7 @@ async function modelsKnown(router: TestRouter, want: Record<string, string[]>, t
   );
 }
 
-describe('routing by model (SPEC §4.3)', () => {
+describe('routing by model (contract §4.3)', () => {
   let router: TestRouter;
   const sims: Record<string, SimProcess> = {};
   const requests = async (): Promise<Record<string, number>> =>
@@ -150,7 +150,7 @@ describe('routing by model (SPEC §4.3)', () => {
   });
 });
 
-describe('model discovery keeps up with replicas (SPEC §4.3)', () => {
+describe('model discovery keeps up with replicas (contract §4.3)', () => {
   after(stopAllSims);
 
   it('re-discovers a replica restarted with another model within two refresh periods', async () => {
@@ -190,7 +190,7 @@ describe('model discovery keeps up with replicas (SPEC §4.3)', () => {
   });
 });
 
-describe('launch by model (SPEC §4.3, §8)', () => {
+describe('launch by model (contract §4.3, §8)', () => {
   let router: TestRouter;
   before(async () => {
     const hosts = [simHost('h1', [0], 19_610, [], { model: 'm1' }), simHost('h2', [0, 1], 19_620, [], { model: 'm2' })];

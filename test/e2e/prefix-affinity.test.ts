@@ -37,7 +37,7 @@ class Conversation {
   }
 }
 
-describe('prefix affinity for requests without a session id (SPEC §4.1)', () => {
+describe('prefix affinity for requests without a session id (contract §4.1)', () => {
   let sims: SimProcess[];
   let router: TestRouter;
 

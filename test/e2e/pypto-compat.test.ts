@@ -58,7 +58,7 @@ function stubPrograms(names: string[]): { bin: string; records: string; read(fil
   };
 }
 
-describe('pypto-serving-router compatibility (SPEC §2)', () => {
+describe('pypto-serving-router compatibility (contract §2)', () => {
   const procs: RouterProcess[] = [];
   after(async () => {
     for (const p of procs) {

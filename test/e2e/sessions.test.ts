@@ -7,7 +7,7 @@ import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from
 const chat = (extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4, ...extra });
 
-describe('sessions and routing (SPEC §4)', () => {
+describe('sessions and routing (contract §4)', () => {
   let sims: SimProcess[];
   let router: TestRouter;
 

@@ -69,7 +69,7 @@ const describeRun = (run: Run): string =>
     queueRatio: Math.round(run.queueRatio * 100) / 100,
   });
 
-describe('speed-aware load: one replica 4x slower (SPEC §4.2)', () => {
+describe('speed-aware load: one replica 4x slower (contract §4.2)', () => {
   let aware: TestRouter;
   let baseline: TestRouter;
 

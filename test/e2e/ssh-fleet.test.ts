@@ -62,7 +62,7 @@ function assertNoKeyMaterial(router: TestRouter, identityFile: string): void {
   assert.equal(JSON.stringify(router.logs()).includes(body), false, 'identity file contents in the log');
 }
 
-describe('ssh hosts (SPEC §7)', () => {
+describe('ssh hosts (contract §7)', () => {
   after(stopAllSims);
 
   it('launches and stops a replica through an in-process ssh2 server', async () => {

@@ -47,7 +47,7 @@ function engine(): { server: http.Server; seen: Array<{ body: string; conn: numb
 const post = (router: TestRouter, body: string) =>
   simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 's' }, body });
 
-describe('a reused upstream connection the replica already closed (staleReuse, SPEC §3 retries)', () => {
+describe('a reused upstream connection the replica already closed (staleReuse, contract §3 retries)', () => {
   const e = engine();
   let router: TestRouter;
   before(async () => {

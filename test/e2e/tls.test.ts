@@ -4,7 +4,7 @@ import { spawnSim, simRequest, stopAllSims, type SimProcess } from '../support/s
 import { startTestRouter, waitFor } from '../support/router.js';
 import { makeSelfSignedCert } from '../support/tls.js';
 
-describe('https replicas (SPEC §2 scheme/ca_file)', () => {
+describe('https replicas (contract §2 scheme/ca_file)', () => {
   let sim: SimProcess;
   let certFile: string;
 

@@ -157,7 +157,7 @@ describe('flapping and total outage (issue 7 §2, §3)', () => {
       const took = performance.now() - t0;
       assert.equal(r.status, 503);
       assert.equal(r.headers['retry-after'], '1');
-      // fast (SPEC: < 100 ms): never held in the admission queue (--queue-timeout, 30 s); the
+      // fast (contract: < 100 ms): never held in the admission queue (--queue-timeout, 30 s); the
       // bound is far below that rather than at 100 ms, which a loaded 2-core runner can overshoot
       assert.ok(took < 5_000, `503 after ${Math.round(took)} ms`);
     }

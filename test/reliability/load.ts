@@ -329,7 +329,7 @@ export async function scrapeMetrics(url: string): Promise<Sample[]> {
   return parseProm(r.body.toString('utf8')).samples;
 }
 
-/** The accounting invariant of SPEC §9: received, Σ terminations, in-flight. */
+/** The accounting invariant of contract §9: received, Σ terminations, in-flight. */
 export async function accounting(url: string): Promise<{ received: number; terminated: number; inflight: number; byCause: Record<string, number> }> {
   const s = await scrapeMetrics(url);
   const byCause: Record<string, number> = {};

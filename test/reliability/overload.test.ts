@@ -9,7 +9,7 @@
  * Here the replica is slow to accept because it is stopped (SIGSTOP) for 2.5 s as the burst
  * starts (a long GC pause, a CPU-starved host), with `--connect-timeout 2`: its accept queue fills
  * (512) and further connects sit in SYN-SENT past the timeout. The router has no hidden connection
- * cap (SPEC §3); an operator whose bursts exceed an engine's accept backlog sets `max_inflight`
+ * cap (contract §3); an operator whose bursts exceed an engine's accept backlog sets `max_inflight`
  * below it, and the burst then waits in the router's admission queue instead. Without that cap the
  * connects past the backlog end in 502 replica_unreachable (the truthful answer), and still never
  * demote the replica: a connect timeout is no health signal. In the 10-minute soak the same

@@ -18,7 +18,7 @@ function stall(ms: number): void {
   }
 }
 
-describe('health probe deadline (SPEC §5)', () => {
+describe('health probe deadline (contract §5)', () => {
   after(stopAllSims);
 
   it('reads the answer of a replica that replied while the router was stalled past the timeout', async () => {

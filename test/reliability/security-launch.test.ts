@@ -78,7 +78,7 @@ describe('launch security (issue 7 §10)', () => {
       const r = await adminCall(router, 'POST', '/replicas', { body });
       assert.equal(r.status, 400, JSON.stringify(body));
     }
-    // A model only selects among the declared hosts (SPEC §4.3): none serves this one, nothing runs.
+    // A model only selects among the declared hosts (contract §4.3): none serves this one, nothing runs.
     const other = await adminCall(router, 'POST', '/replicas', { body: { host: 'h', model: 'other' } });
     assert.equal(other.status, 404);
     assert.equal(other.body.code, 'unknown_model');

@@ -7,7 +7,7 @@ export interface StaticReplica {
   readonly port: number;
 }
 
-/** Simulators r0 and r1, and r2 `slowdown` times slower (SPEC §4.2 tests), with their static replica entries. */
+/** Simulators r0 and r1, and r2 `slowdown` times slower (contract §4.2 tests), with their static replica entries. */
 export async function spawnOneSlow(args: readonly string[], slowdown = 4): Promise<{ sims: SimProcess[]; replicas: StaticReplica[] }> {
   const sims = await Promise.all([
     spawnSim({ name: 'r0', args: [...args] }),

@@ -20,7 +20,7 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Run a mutating admin action and write one audit line for it, whatever the outcome:
- * who (token id hash), what, result (SPEC §8).
+ * who (token id hash), what, result (contract §8).
  */
 export async function audited<T>(log: AppLogger, req: FastifyRequest, what: string, action: () => Promise<T> | T): Promise<T> {
   const r = req.raw as AuditedRequest;

@@ -4,7 +4,7 @@ import { writeProblem } from '../errors/problem.js';
 import type { AppLogger } from '../logging/logger.js';
 import type { AdminTokenCheck } from './admin-token.js';
 
-/** The admin API's route prefixes (SPEC §8); `/docs`, `/health`, `/metrics` stay open. */
+/** The admin API's route prefixes (contract §8); `/docs`, `/health`, `/metrics` stay open. */
 const ADMIN_PATH = /^\/+(replicas|fleet|sessions)(?=[/?#;]|$)/;
 /** Above Fastify's admin body limit: not worth draining to keep the connection. */
 const DRAIN_LIMIT = 1024 * 1024;
@@ -20,7 +20,7 @@ export function isAdminPath(url: string): boolean {
 }
 
 /**
- * Authentication ahead of Fastify (SPEC §1): called from the HTTP server's request listener, before
+ * Authentication ahead of Fastify (contract §1): called from the HTTP server's request listener, before
  * the URL is routed, parameters are checked or the body is read. An admin request without a valid
  * token is answered here (401, or 403 when no token is configured) whatever its body, content type
  * or path, and a refused mutating call writes its audit line. Returns true when the request may go

@@ -5,7 +5,7 @@ import type { AuditState } from '../audit/audit.js';
 import { AdminTokenCheck } from './admin-token.js';
 
 /**
- * Admin routes need `Authorization: Bearer <token>` (SPEC §1). The admin gate (admin-gate.ts)
+ * Admin routes need `Authorization: Bearer <token>` (contract §1). The admin gate (admin-gate.ts)
  * refuses a request without one before anything reads it; this guard checks again on the route,
  * and names the caller for the audit line.
  */

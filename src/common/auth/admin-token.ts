@@ -20,7 +20,7 @@ const BEARER = /^bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 export type AdminAuth = { readonly ok: true; readonly who: string } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
 
 /**
- * Checks `Authorization: Bearer <token>` (SPEC §1). Both sides are hashed first so the
+ * Checks `Authorization: Bearer <token>` (contract §1). Both sides are hashed first so the
  * comparison is constant-time whatever the lengths. No token configured ⇒ 403 (fail closed)
  * unless the admin API was opened explicitly (`--admin-open`).
  */

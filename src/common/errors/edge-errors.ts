@@ -9,7 +9,7 @@ import { problemBody } from './problem.js';
 
 /**
  * Errors raised by Fastify's router and by Node's HTTP parser, before any route or exception
- * filter runs, answered in the router's own shapes (SPEC §8): application/problem+json with a
+ * filter runs, answered in the router's own shapes (contract §8): application/problem+json with a
  * stable `type`, or the OpenAI error shape for a `/v1/` request. Fastify's defaults are plain
  * `application/json` bodies of their own.
  */

@@ -24,7 +24,7 @@ export function problemType(status: number, code: string | undefined): string {
 
 /**
  * An RFC 9457 problem document with pypto-serving-router's `message` member (same text as
- * `detail`): the one shape of every admin API error, whoever raised it (SPEC §8).
+ * `detail`): the one shape of every admin API error, whoever raised it (contract §8).
  */
 export function problemBody(status: number, detail: string, code?: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -15,11 +15,11 @@ const FIRST_WINS = [false, true];
 @Injectable()
 export class AffinityService {
   readonly directory: SessionDirectory<Replica>;
-  /** Which replica last served which prompt prefix (SPEC §4.1); undefined when `prefix_affinity` is off. */
+  /** Which replica last served which prompt prefix (contract §4.1); undefined when `prefix_affinity` is off. */
   readonly prefixes: PrefixIndex<Replica> | undefined;
   readonly headerName: string;
   private readonly bodyField: string;
-  /** The quoted keys peeked in one pass: the session field, then `model` (SPEC §4.3). */
+  /** The quoted keys peeked in one pass: the session field, then `model` (contract §4.3). */
   private readonly needles: readonly Buffer[];
 
   constructor(

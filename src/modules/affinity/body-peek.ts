@@ -3,7 +3,7 @@
  *
  * The scan walks the top-level object only; nested values are skipped by bracket counting
  * (strings honoured), so a 5 MiB chat history costs one linear pass and no allocations. A body
- * that is not a JSON object, or is malformed where the scan looks, has no field (SPEC §3: malformed
+ * that is not a JSON object, or is malformed where the scan looks, has no field (contract §3: malformed
  * JSON is forwarded untouched; only the peek fails silently).
  */
 
@@ -92,7 +92,7 @@ function kindOf(c: number | undefined): JsonKind {
 }
 
 /**
- * Several top-level string fields in one pass (the session id and the `model`, SPEC §4.3), each
+ * Several top-level string fields in one pass (the session id and the `model`, contract §4.3), each
  * given as its JSON-quoted key (`Buffer.from(JSON.stringify(name))`). Entry `k` of the result is
  * what peekTopLevelString would return for needle `k`; a malformed body has none of them.
  *

@@ -1,5 +1,5 @@
 /**
- * The prompt prefix of a session-less request as a chain of block hashes (SPEC §4.1), no tokenizer.
+ * The prompt prefix of a session-less request as a chain of block hashes (contract §4.1), no tokenizer.
  *
  * The prompt text is cut into segments (each chat message with its role, each completions prompt
  * string) and each segment into blocks of at most `PREFIX_BLOCK_CHARS` UTF-16 units; a segment's

@@ -3,7 +3,7 @@ import { TargetTable } from './target-table.js';
 import { intShard, ShardedMap } from './sharded-map.js';
 
 /**
- * Which replica last served which prompt prefix (SPEC §4.1): block hash → target, LRU-capped at
+ * Which replica last served which prompt prefix (contract §4.1): block hash → target, LRU-capped at
  * `maxBlocks` entries. Approximate by design: an engine's cache evicts on its own, so the index
  * only says where a prefix was sent, and stale guesses cost one prefill.
  *

@@ -4,7 +4,7 @@ import { TargetTable } from './target-table.js';
 import { ShardedMap, stringShard } from './sharded-map.js';
 
 /**
- * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (SPEC §4).
+ * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (contract §4).
  *
  * Layout (1,000,000 sessions in ~130 bytes each): a sharded `Map<string, slot>` whose values are small
  * integers, the per-session fields in typed arrays indexed by slot (no object per session), and a

@@ -14,7 +14,7 @@ export interface ResolvedSession {
    * (prefix-hash.ts), absent when the body has no usable prompt.
    */
   readonly prefix?: PromptChain;
-  /** The body's top-level string `model` (SPEC §4.3), absent when it has none or is not JSON. */
+  /** The body's top-level string `model` (contract §4.3), absent when it has none or is not JSON. */
   readonly model?: string;
   /** The body has a top-level `model` that is not a string: its JSON type (the request is refused with 400). */
   readonly modelType?: string;

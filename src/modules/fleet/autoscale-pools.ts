@@ -1,5 +1,5 @@
 /**
- * The autoscaler's view of the fleet (SPEC §6.1): hosts grouped into model pools, one pool sampled
+ * The autoscaler's view of the fleet (contract §6.1): hosts grouped into model pools, one pool sampled
  * from the replica table, and the replica a scale-in takes. Reads only; the autoscaler acts.
  */
 import type { HostSpec } from '../../config/router-config.js';

@@ -39,7 +39,7 @@ function simulate(loads: readonly number[], settings = S, start = 1): { sizes: n
 
 const repeat = (load: number, ticks: number): number[] => Array.from({ length: ticks }, () => load);
 
-describe('autoscale policy (SPEC §6.1)', () => {
+describe('autoscale policy (contract §6.1)', () => {
   it('scales up by one only after the load stayed above target_inflight per replica for up_after', () => {
     let t = NEW_TRACK;
     for (const now of [0, 1_000, 4_000]) {

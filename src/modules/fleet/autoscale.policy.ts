@@ -1,5 +1,5 @@
 /**
- * The autoscaling decision (SPEC §6.1) as a pure function: one pool's sample, the pool's track (the
+ * The autoscaling decision (contract §6.1) as a pure function: one pool's sample, the pool's track (the
  * timers and back-off carried from the last tick) and the clock go in; a decision and the next track
  * come out. No I/O: the autoscaler (autoscaler.service.ts) samples the pool and applies the decision.
  *
@@ -16,7 +16,7 @@ import type { AutoscaleSettings } from '../../config/router-config.js';
 export interface PoolSample {
   /** Members in rotation (ready, not draining): the replicas the signal divides over. */
   readonly routable: number;
-  /** Members launched but never ready yet: capacity on the way (SPEC §6.1). */
+  /** Members launched but never ready yet: capacity on the way (contract §6.1). */
   readonly starting: number;
   /** Members holding a slot and not on their way out: routable, starting, and unready ones. */
   readonly current: number;

@@ -25,7 +25,7 @@ export interface PoolState {
 }
 
 /**
- * The autoscaler (SPEC §6.1): every `autoscale.interval`, on the fleet leader only, samples each
+ * The autoscaler (contract §6.1): every `autoscale.interval`, on the fleet leader only, samples each
  * model pool, asks the policy (autoscale.policy.ts) and applies its decision: a launch through
  * FleetService (slots, ceiling and audit as for the admin API), or a drain-then-stop of the member
  * holding the fewest sessions. Watches its own launches to back off when they fail. Does nothing

@@ -12,7 +12,7 @@ import { FOREIGN } from './slot-table.js';
 import type { FleetState, StateReplica } from './state-file.js';
 
 /**
- * Adoption after a restart (SPEC §6): probe every recorded replica; adopt the ones that answer
+ * Adoption after a restart (contract §6): probe every recorded replica; adopt the ones that answer
  * `/health` and serve the expected model (keeping a pid only once proven), keep the slot of one
  * that answers for another model, report silent ones as orphans; then restore the recorded pins
  * of the adopted replicas.
@@ -27,7 +27,7 @@ export class FleetAdoption {
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
 
-  /** Probe every recorded replica; adopt the ones that answer as expected (SPEC §6). */
+  /** Probe every recorded replica; adopt the ones that answer as expected (contract §6). */
   async adopt(state: FleetState): Promise<void> {
     const adopted = new Set<string>();
     // Probe in parallel, register in the recorded order (a stable replica table).
@@ -108,7 +108,7 @@ export class FleetAdoption {
       destroyEndpoint(ep);
     }
     // A recorded pid is kept only once proven to be the process serving the port: a stop signals
-    // its whole process group, and after a crash the pid may be dead or reused (SPEC §6).
+    // its whole process group, and after a crash the pid may be dead or reused (contract §6).
     const identity = h.status !== undefined && modelOk && entry.pid !== null ? await this.fleet.identify(slot, entry.pid, entry.port) : undefined;
     return () => {
       if (h.status === undefined && quiet) return 'free';

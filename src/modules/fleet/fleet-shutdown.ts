@@ -6,7 +6,7 @@ import { FleetService, untilIdleOr } from './fleet.service.js';
 import { StateService } from './state.service.js';
 
 /**
- * The fleet's shutdown step (SPEC §6): every launched replica drained and stopped, in-flight
+ * The fleet's shutdown step (contract §6): every launched replica drained and stopped, in-flight
  * requests finished (bounded by the drain timeout, then cut), the state file written last. With a
  * shared Redis the fleet is handed over instead: the next leader adopts it.
  */

@@ -75,7 +75,7 @@ export class FleetBootstrap implements OnApplicationBootstrap, OnApplicationShut
     stopJobs(this.scheduler, JOBS.launchCheck, JOBS.pinFlush);
   }
 
-  /** `--initial-replicas` is a target that counts adopted replicas (SPEC §6). */
+  /** `--initial-replicas` is a target that counts adopted replicas (contract §6). */
   private async launchInitial(): Promise<void> {
     const missing = this.config.initialReplicas - this.fleet.launchedCount;
     if (missing <= 0) return;

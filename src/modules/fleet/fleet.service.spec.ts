@@ -10,7 +10,7 @@ async function turns(n = 5): Promise<void> {
 }
 
 /**
- * The drain (SPEC §6) with a recording transport and requests counted as the proxy counts them:
+ * The drain (contract §6) with a recording transport and requests counted as the proxy counts them:
  * a drain waits on the replica's "in flight reached 0" event (`Replica.whenIdle()`), so ending the
  * requests is what lets it go on; `--drain-timeout` 0 makes the deadline the first thing to happen.
  */

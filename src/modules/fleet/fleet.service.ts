@@ -23,7 +23,7 @@ import type { DrainStatus, FailureReport, OrphanReport } from './fleet-reports.j
 export type { DrainStatus, FailureReport, OrphanReport };
 
 /**
- * The control plane (SPEC §6) as the admin API, metrics and start-up see it: places replicas into
+ * The control plane (contract §6) as the admin API, metrics and start-up see it: places replicas into
  * device slots (ReplicaLauncher), drains them here, stops them (ReplicaStopper), registers adopted
  * survivors. Promotes nothing itself: health does. The books are FleetBook's.
  */
@@ -80,7 +80,7 @@ export class FleetService {
     return this.launcher.checkLaunching();
   }
 
-  /** Drain then stop a launched replica (SPEC §6). A second call joins the first drain. */
+  /** Drain then stop a launched replica (contract §6). A second call joins the first drain. */
   remove(name: string): { rec: LaunchRecord; done: Promise<void> } {
     const r = this.registry.get(name);
     if (r?.kind === 'shared') this.assertLeader();

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { fleetRig } from './fleet-rig.fake.js';
 
 /**
- * The launch watch (SPEC §6) with a recording transport: `checkLaunching()` is called directly,
+ * The launch watch (contract §6) with a recording transport: `checkLaunching()` is called directly,
  * as the launch-check job would, so timing is set by `--launch-timeout` (0: every check is past it;
  * 60 s: none is), never by sleeping.
  */

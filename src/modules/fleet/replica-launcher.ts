@@ -20,7 +20,7 @@ import { FOREIGN } from './slot-table.js';
 const LOG_TAIL_LINES = 20;
 
 /**
- * Launching (SPEC §6): reserve slots synchronously, spawn through the host's transport, never wait
+ * Launching (contract §6): reserve slots synchronously, spawn through the host's transport, never wait
  * for the model; then watch the launch (timeout, early exit) and report a failure with its log
  * tail before stopping it. Promotion is health's job, not this one's.
  */
@@ -37,7 +37,7 @@ export class ReplicaLauncher {
   ) {}
 
   /**
-   * Launch `count` replicas (optionally on one host, or only on hosts serving `model`, SPEC §4.3).
+   * Launch `count` replicas (optionally on one host, or only on hosts serving `model`, contract §4.3).
    * All slots are reserved first, synchronously: either every launch gets a slot or none is
    * started (409 with the capacity).
    */

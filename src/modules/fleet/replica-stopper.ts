@@ -10,11 +10,11 @@ import { FleetBook } from './fleet-book.js';
 import type { LaunchRecord } from './launch-record.js';
 import { FOREIGN } from './slot-table.js';
 
-/** SIGKILL this long after SIGTERM (SPEC §6). */
+/** SIGKILL this long after SIGTERM (contract §6). */
 const KILL_AFTER_MS = 10_000;
 
 /**
- * Stopping a launched or adopted replica (SPEC §6), once however often it is asked: `stop_command`
+ * Stopping a launched or adopted replica (contract §6), once however often it is asked: `stop_command`
  * or signals to its proven process group, escalation when it still answers after `--stop-grace`,
  * and the slot freed only when it stopped answering. Never signals a pid that was not proven.
  */

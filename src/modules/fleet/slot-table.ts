@@ -16,7 +16,7 @@ export type ReserveFailure = { readonly ok: false; readonly code: 'pool_exhauste
 
 /**
  * Device slots and who holds them. Reservation is synchronous, so two concurrent scale-ups can
- * never take the same slot (SPEC §6).
+ * never take the same slot (contract §6).
  */
 export class SlotTable {
   private readonly holders = new Map<string, string>();

@@ -25,7 +25,7 @@ import {
 import { LoopHold, type StateWrite } from './loop-hold.js';
 import { pinChunks } from './state-pins.js';
 
-/** How often changed session pins are flushed (SPEC §6: at most 1 s after they change). */
+/** How often changed session pins are flushed (contract §6: at most 1 s after they change). */
 const PIN_FLUSH_MS = 1_000;
 /** The journal is compacted (a new snapshot) once it outgrows the snapshot, or this, whichever is larger. */
 const JOURNAL_COMPACT_FLOOR = 1024 * 1024;

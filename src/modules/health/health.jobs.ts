@@ -24,7 +24,7 @@ export class HealthJobs implements OnApplicationBootstrap, OnApplicationShutdown
   onApplicationBootstrap(): void {
     startJob(this.scheduler, JOBS.poll, this.health.settings.intervalMs, () => this.run());
     this.run();
-    // Model lists (SPEC §4.3): read at start, then every --models-refresh.
+    // Model lists (contract §4.3): read at start, then every --models-refresh.
     startJob(this.scheduler, JOBS.models, this.models.refreshMs, () => this.models.refresh());
     this.models.refresh();
   }

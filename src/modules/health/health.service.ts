@@ -12,7 +12,7 @@ import { engineQueue } from './engine-load.js';
 const PROBE_CONCURRENCY = 16;
 
 /**
- * Active probes with fall/rise hysteresis, and the passive signals of the data plane (SPEC §5).
+ * Active probes with fall/rise hysteresis, and the passive signals of the data plane (contract §5).
  * The only code that changes a replica's `ready` flag.
  */
 @Injectable()

@@ -16,8 +16,8 @@ export function modelIds(text: string): string[] | undefined {
 }
 
 /**
- * Model discovery (SPEC §4.3): each replica's `GET /v1/models`, read on the probe's own connection
- * (SPEC §3) when it becomes ready, and for every ready replica once at start and every
+ * Model discovery (contract §4.3): each replica's `GET /v1/models`, read on the probe's own connection
+ * (contract §3) when it becomes ready, and for every ready replica once at start and every
  * `--models-refresh` (both `refresh()`, called by HealthJobs). LoRA adapters an engine lists there are models like
  * any other. Replicas with declared `models` are never asked. A failed, malformed or over-large
  * answer (`--models-max-bytes`) keeps the list already known; the replica is then "unreadable",

@@ -28,7 +28,7 @@ const AWAKE_TICK_MS = 100;
 const WALL_CAP = 4;
 
 /**
- * Call `onExpire` once the router has been able to run for `timeoutMs` (SPEC §5: a probe's
+ * Call `onExpire` once the router has been able to run for `timeoutMs` (contract §5: a probe's
  * timeout). Time the router's own event loop was stalled (a CPU-starved host, a long GC) counts as
  * two ticks at most: a replica must not be demoted because the router could not read its answer,
  * which is what happened to all four replicas at once in the production-shaped bench. Wall time is

@@ -60,7 +60,7 @@ export interface LauncherTransport {
   /** True while the process group (or, failing that, the pid) still exists. */
   isAlive(pid: number): Promise<boolean>;
   /**
-   * The proof asked before a recorded pid may ever be signalled (adoption, SPEC §6): the pid is
+   * The proof asked before a recorded pid may ever be signalled (adoption, contract §6): the pid is
    * alive and it, or a member of the process group it leads, holds the socket listening on
    * `port` (Linux /proc, on the machine that runs it). Never rejects: anything that prevents the
    * proof (a dead pid, another listener, no /proc, a lost connection) is `proven: false` with the

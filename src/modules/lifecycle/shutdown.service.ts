@@ -8,7 +8,7 @@ import { LifecycleService } from './lifecycle.service.js';
 export type ShutdownStep = (deadline: number) => Promise<void>;
 
 /**
- * Graceful shutdown (SPEC §6): readiness turns 503 and new data-plane requests get 503 with
+ * Graceful shutdown (contract §6): readiness turns 503 and new data-plane requests get 503 with
  * `Connection: close` while the listener stays open; registered steps (in-flight drain, fleet
  * stop, state write) run; then the app closes.
  */

@@ -2,7 +2,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { AutoscalerService } from '../fleet/autoscaler.service.js';
 
 /**
- * The autoscaler's metrics (SPEC §6.1): its decisions by direction and reason (one per pool per
+ * The autoscaler's metrics (contract §6.1): its decisions by direction and reason (one per pool per
  * tick, plus `up`/`launch_failed` for each failed launch), each pool's current and desired size, and
  * whether it is paused. Absent when no `autoscale` section is configured. Read at each scrape.
  */

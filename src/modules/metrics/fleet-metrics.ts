@@ -4,7 +4,7 @@ import type { RedisService } from '../cluster/redis.service.js';
 import type { FleetService } from '../fleet/fleet.service.js';
 
 /**
- * The fleet's metrics (SPEC §9): lifecycle events, launch capacity, orphans, and with several
+ * The fleet's metrics (contract §9): lifecycle events, launch capacity, orphans, and with several
  * routers the shared session store and fleet leadership. Read from their owners at each scrape.
  */
 export function registerFleetMetrics(reg: Registry, P: string, fleet: FleetService, redis: RedisService, leader: LeaderService): void {

@@ -32,7 +32,7 @@ const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**
- * Prometheus metrics (SPEC §9). Labels are bounded: route (known OpenAI paths or `other`), status,
+ * Prometheus metrics (contract §9). Labels are bounded: route (known OpenAI paths or `other`), status,
  * replica (fleet size), decision/reason (fixed sets), model (the models replicas list, else `none` or
  * `unknown`). Never a session id.
  */

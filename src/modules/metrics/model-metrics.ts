@@ -7,7 +7,7 @@ export const NO_MODEL = 'none';
 export const UNLISTED_MODEL = 'unknown';
 
 /**
- * The `model` label of a request (SPEC §4.3, §9): the model itself only when some replica lists it,
+ * The `model` label of a request (contract §4.3, §9): the model itself only when some replica lists it,
  * so the label's values are bounded by what the fleet serves, not by what clients send.
  */
 export function modelLabel(model: string | undefined, registry: RegistryService): string {

@@ -6,7 +6,7 @@ import type { RoutingService } from '../routing/routing.service.js';
 const MATCH_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 8192];
 
 /**
- * Prefix affinity (SPEC §4.1): how much of each session-less prompt the index matched, and how many
+ * Prefix affinity (contract §4.1): how much of each session-less prompt the index matched, and how many
  * blocks the index holds (its memory bound is `routing.prefix_blocks`). The decisions themselves are
  * the `decision="prefix"` label of `affinity_router_requests_total`.
  */

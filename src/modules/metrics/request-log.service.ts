@@ -7,7 +7,7 @@ import { ExchangeObserver } from '../proxy/exchange.observer.js';
 const ms = (from: number, to: number): number | undefined => (from > 0 && to > 0 ? Math.round((to - from) * 1000) / 1000 : undefined);
 
 /**
- * One JSON line per data-plane request (SPEC §9) with exactly one termination cause. The session id
+ * One JSON line per data-plane request (contract §9) with exactly one termination cause. The session id
  * is logged (it is the key an operator searches by); the Authorization header never is.
  */
 @Injectable()

@@ -3,7 +3,7 @@ import type { RegistryService } from '../registry/registry.service.js';
 import type { RoutingService } from '../routing/routing.service.js';
 
 /**
- * Speed-aware load (SPEC §4.2): each replica's estimated seconds per request and its slowness
+ * Speed-aware load (contract §4.2): each replica's estimated seconds per request and its slowness
  * relative to the fleet median, as the last routing decision saw them (a scrape reads, never
  * refreshes). Absent with `routing.speed_aware` off.
  */

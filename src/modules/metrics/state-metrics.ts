@@ -2,7 +2,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { StateService } from '../fleet/state.service.js';
 
 /**
- * The `--state-file`'s writes (SPEC §6): full snapshots and journal appends by result, how long
+ * The `--state-file`'s writes (contract §6): full snapshots and journal appends by result, how long
  * each took, and the longest stretch each held the event loop (its encoding runs on the loop in
  * slices: docs/design.md §9). Absent without `--state-file`.
  */

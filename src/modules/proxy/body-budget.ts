@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { RouterConfig } from '../../config/router-config.js';
 
 /**
- * The router-wide budget of request-body bytes held in memory at once (`--body-memory`, SPEC §3).
+ * The router-wide budget of request-body bytes held in memory at once (`--body-memory`, contract §3).
  * A body with a declared length takes its whole size before a byte is read; a chunked body takes
  * each chunk as it arrives. A body that does not fit is refused (503 `overloaded`); bodies already
  * taken are never dropped. A body is given back when its exchange ends (the exchange holds the

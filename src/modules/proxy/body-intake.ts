@@ -6,7 +6,7 @@ import { failExchange, refuseBody } from './exchange-end.js';
 import { decodeForRouting } from './body-decoding.js';
 
 /**
- * Reads the body of `ex` within `--max-body` and the body memory budget (SPEC §3) and notes it on
+ * Reads the body of `ex` within `--max-body` and the body memory budget (contract §3) and notes it on
  * the exchange, its budget share given back when the exchange ends. A refusal (413, 503
  * `overloaded`) is answered here and a client that left is recorded; both resolve the session from
  * the header alone, for the response headers and the log. Returns the body, or undefined when the

@@ -32,7 +32,7 @@ import { occupy, vacate } from './in-flight.js';
 const NO_SYNC: { publish: boolean; holder?: string } = { publish: false };
 
 /**
- * The data plane (SPEC §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
+ * The data plane (contract §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
  * (see app.factory.ts and docs/design.md §3): buffers the body (own cap), resolves the
  * session, asks the routing policy for a replica, then forwards the exact bytes with one
  * `http.request` on the replica's keep-alive agent and relays the answer chunk by chunk.
@@ -117,7 +117,7 @@ export class DataPlaneService {
     if (d.kind === 'initialize' && d.home !== undefined && !ex.closed) this.warm.send(ex, d.replica, d.home);
   }
 
-  /** Every candidate is at its max_inflight: wait in the admission queue (SPEC §3), or 503 at once. */
+  /** Every candidate is at its max_inflight: wait in the admission queue (contract §3), or 503 at once. */
   private wait(ex: Exchange, sessionId: string, publish: boolean): void {
     const waiter = queuedExchange(ex, sessionId, publish, (d) => this.send(ex, d), this.admission.timeoutSeconds);
     if (!this.admission.enqueue(waiter)) {

@@ -28,7 +28,7 @@ export function cutExchange(ex: Exchange, code: 'replica_disconnected' | 'replic
 }
 
 /**
- * The admission queue's handle on a waiting exchange (SPEC §3): `admit` sends it on, `refuse`
+ * The admission queue's handle on a waiting exchange (contract §3): `admit` sends it on, `refuse`
  * answers it: 503 `no_replica_available`, `shutting_down` (with `Connection: close`) or `overloaded`.
  */
 export function queuedExchange(ex: Exchange, sessionId: string, publish: boolean, admit: (d: Routed) => void, timeoutSeconds: number): Waiter {
@@ -65,7 +65,7 @@ export function answerInternalError(ex: Exchange, err: unknown, errors: Internal
 }
 
 /**
- * A body the router will not hold (SPEC §3): 413 `body_too_large` over `--max-body`, 503
+ * A body the router will not hold (contract §3): 413 `body_too_large` over `--max-body`, 503
  * `overloaded` (with Retry-After) when it does not fit in what is left of `--body-memory`. Both are
  * answered before the body is read; the connection closes after the answer, the unread body with it.
  */

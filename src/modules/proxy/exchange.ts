@@ -5,7 +5,7 @@ import type { Replica } from '../registry/replica.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
 import type { Waiter } from '../routing/admission.service.js';
 
-/** How an exchange ended; exactly one per request (SPEC §9). */
+/** How an exchange ended; exactly one per request (contract §9). */
 export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected' | 'internal_error';
 
 /** Everything the data plane knows about one request, from arrival to the end of the response. */
@@ -44,7 +44,7 @@ export class Exchange {
   /** Last two bytes relayed, to close a torn SSE event before the router's own. */
   tail = '';
   detail: string | undefined;
-  /** Its place in the admission queue while it waits for a replica with room (SPEC §3). */
+  /** Its place in the admission queue while it waits for a replica with room (contract §3). */
   waiter: Waiter | undefined;
   /** Set by the proxy: cut this exchange (drain timeout). */
   onAbort: ((reason: string) => void) | undefined;
@@ -68,7 +68,7 @@ export class Exchange {
     }
   }
 
-  /** Headers every response carries, errors included (SPEC §3). */
+  /** Headers every response carries, errors included (contract §3). */
   routerHeaders(): Record<string, string> {
     const h: Record<string, string> = { 'x-request-id': this.id, 'x-router-affinity': this.decision };
     if (this.session) h['x-session-id'] = this.session.id;

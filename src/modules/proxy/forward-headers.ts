@@ -33,7 +33,7 @@ function appendForwarded(h: OutgoingHttpHeaders, name: string, value: string): v
   h[name] = prior === undefined ? value : `${String(prior)},${value}`;
 }
 
-/** The replica's response headers minus hop-by-hop ones, plus the router's own (SPEC §3). */
+/** The replica's response headers minus hop-by-hop ones, plus the router's own (contract §3). */
 export function responseHeaders(proxyRes: IncomingMessage, ex: Exchange): OutgoingHttpHeaders {
   return Object.assign(copyEndToEnd(proxyRes.headers, {}), ex.routerHeaders());
 }

@@ -6,7 +6,7 @@ import { quotedModel } from './router-error.js';
 export { noReplicaMessage } from './router-error.js';
 
 /**
- * SPEC §4.3: a request naming a model no replica serves (none lists it, and every list is known)
+ * contract §4.3: a request naming a model no replica serves (none lists it, and every list is known)
  * gets 404 `model_not_found`, never forwarded. True when it was answered here.
  */
 export function refuseUnknownModel(ex: Exchange, registry: RegistryService): boolean {

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Exchange } from './exchange.js';
 
 /**
- * Relay a replica's response body to the client as it arrives, never buffered (SPEC §3), keeping
+ * Relay a replica's response body to the client as it arrives, never buffered (contract §3), keeping
  * the exchange's byte and timing marks and refreshing a stream's idle timer on every chunk. The
  * caller wrote the headers; this ends the client response when the replica's ends.
  */

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 
-/** Errors the router itself answers on the data plane (SPEC §3), in the vLLM/OpenAI shape. */
+/** Errors the router itself answers on the data plane (contract §3), in the vLLM/OpenAI shape. */
 export const ROUTER_ERRORS = {
   no_replica_available: { status: 503, type: 'service_unavailable', message: 'no serving replica is currently routable' },
   shutting_down: { status: 503, type: 'service_unavailable', message: 'the router is shutting down' },
@@ -28,7 +28,7 @@ export function quotedModel(model: string): string {
   return JSON.stringify(model.length > MAX_QUOTED_MODEL ? `${model.slice(0, MAX_QUOTED_MODEL)}...` : model);
 }
 
-/** The message of a 503 `no_replica_available`, naming the request's model when it has one (SPEC §4.3). */
+/** The message of a 503 `no_replica_available`, naming the request's model when it has one (contract §4.3). */
 export function noReplicaMessage(model: string | undefined): string | undefined {
   return model === undefined ? undefined : `no replica serving the model ${quotedModel(model)} is currently routable`;
 }
@@ -51,7 +51,7 @@ export function sendRouterError(res: ServerResponse, code: RouterErrorCode, head
   res.end(body);
 }
 
-/** The final SSE event of a stream the router had to cut (SPEC §3). */
+/** The final SSE event of a stream the router had to cut (contract §3). */
 export function streamErrorEvent(code: 'replica_disconnected' | 'replica_timeout', message: string): string {
   return `data: ${JSON.stringify({ error: { type: 'upstream_error', code, message } })}\n\n`;
 }

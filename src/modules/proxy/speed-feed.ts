@@ -4,7 +4,7 @@ import type { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 
 /**
- * Feeds speed-aware load (SPEC §4.2): every exchange a replica answered in full with a 2xx reports
+ * Feeds speed-aware load (contract §4.2): every exchange a replica answered in full with a 2xx reports
  * its time in flight, from the request body written upstream to the end of the answer. Failures,
  * client aborts and error statuses are left out: a fast error says nothing about serving speed.
  */

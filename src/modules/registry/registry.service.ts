@@ -67,7 +67,7 @@ export class RegistryService implements OnModuleDestroy {
   }
 
   /**
-   * Whether a request naming `model` has anywhere to go (SPEC §4.3): some replica in the table,
+   * Whether a request naming `model` has anywhere to go (contract §4.3): some replica in the table,
    * routable or not, lists it, or has a list not known yet. False means 404 `model_not_found`.
    */
   mayServe(model: string): boolean {

@@ -15,7 +15,7 @@ export interface ReplicaEndpoint {
   /** Keep-alive agent of the data plane (client traffic only); destroyed when the replica is removed. */
   readonly agent: http.Agent;
   /**
-   * Agent of health probes, model discovery and metric scrapes (SPEC §3): connections of their
+   * Agent of health probes, model discovery and metric scrapes (contract §3): connections of their
    * own, opened per probe, so hundreds of streams in the data plane's pool never delay a probe.
    */
   readonly probeAgent: http.Agent;
@@ -31,7 +31,7 @@ export interface EndpointOptions {
 
 /** Idle upstream sockets are closed before common engine keep-alive timeouts (uvicorn: 5 s). */
 const FREE_SOCKET_TIMEOUT_MS = 4_000;
-/** Idle upstream connections kept per replica for reuse; busy ones are never capped (SPEC §3). */
+/** Idle upstream connections kept per replica for reuse; busy ones are never capped (contract §3). */
 const MAX_FREE_SOCKETS_PER_REPLICA = 256;
 
 /** An IPv6 literal in brackets, as URLs and `Host` headers write it. */
@@ -48,7 +48,7 @@ function hostHeader(scheme: Scheme, host: string, port: number): string {
 }
 
 export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
-  // No maxSockets: every request is forwarded at once (SPEC §3, "no hidden concurrency cap");
+  // No maxSockets: every request is forwarded at once (contract §3, "no hidden concurrency cap");
   // an engine queues what it cannot batch, and `max_inflight` is the operator's cap when wanted.
   const dataPlane = {
     keepAlive: true,

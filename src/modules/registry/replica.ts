@@ -31,7 +31,7 @@ export interface ReplicaInit {
   /** An existing server that is not ready yet shows `unready`, not `launching` (default: `ready`). */
   readonly everReady?: boolean;
   readonly maxInflight?: number | undefined;
-  /** Models declared in the config (`models` of a static replica): never discovered (SPEC §4.3). */
+  /** Models declared in the config (`models` of a static replica): never discovered (contract §4.3). */
   readonly models?: readonly string[] | undefined;
   /** Read its load from its engine's Prometheus endpoint (`engine` / `metrics_path` in the config). */
   readonly engineMetrics?: EngineMetricsSpec | undefined;
@@ -80,7 +80,7 @@ export class Replica {
   engineMetricsOk: boolean | null = null;
   readonly engineMetrics: EngineMetricsSpec | undefined;
   /**
-   * Speed-aware load (SPEC §4.2), kept by routing: seconds per request over the fleet median (1 =
+   * Speed-aware load (contract §4.2), kept by routing: seconds per request over the fleet median (1 =
    * as fast as the median, within tolerance), and the estimate itself (null: never measured).
    */
   slowness = 1;
@@ -88,7 +88,7 @@ export class Replica {
   /** Under speed-aware load, the replica's `max_inflight` (what it runs at once; routing.policy.ts `batch`). */
   batch: number | undefined = undefined;
   /**
-   * Models it serves (SPEC §4.3), LoRA adapters included: declared, else its host's model until
+   * Models it serves (contract §4.3), LoRA adapters included: declared, else its host's model until
    * discovery reads its `/v1/models`. Undefined while unknown: then it is a candidate for any model.
    */
   models: ReadonlySet<string> | undefined;
@@ -104,7 +104,7 @@ export class Replica {
   readonly inflight = new Set<Abortable>();
   private idleWaiters: Array<() => void> = [];
 
-  /** Admission cap (`max_inflight`, SPEC §3): requests beyond it wait in the router's queue. */
+  /** Admission cap (`max_inflight`, contract §3): requests beyond it wait in the router's queue. */
   readonly maxInflight: number | undefined;
 
   private heldAs: ReplicaKind;
@@ -179,7 +179,7 @@ export class Replica {
     for (const w of waiters) w();
   }
 
-  /** At its `max_inflight`: takes no request until one of its own ends (SPEC §3 admission). */
+  /** At its `max_inflight`: takes no request until one of its own ends (contract §3 admission). */
   get full(): boolean {
     return this.maxInflight !== undefined && this.outstanding >= this.maxInflight;
   }

@@ -4,7 +4,7 @@ import { createEndpoint } from './replica-endpoint.js';
 import { Replica } from './replica.js';
 import { RegistryService } from './registry.service.js';
 
-/** Registers the config's static replicas at start; they start ready (SPEC §5). */
+/** Registers the config's static replicas at start; they start ready (contract §5). */
 @Injectable()
 export class StaticReplicasLoader implements OnModuleInit {
   constructor(

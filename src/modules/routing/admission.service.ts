@@ -22,7 +22,7 @@ export interface Waiter {
   readonly publish: boolean;
   /** A session-less request's prompt chain (prefix affinity), routed by it when it leaves the queue. */
   readonly prefix?: PromptChain;
-  /** The body's `model` (SPEC §4.3): only replicas serving it are candidates when it leaves the queue. */
+  /** The body's `model` (contract §4.3): only replicas serving it are candidates when it leaves the queue. */
   readonly model?: string;
   /** A replica has room: dispatch there (the decision is applied: pinned, counted). */
   admit(d: Routed): void;
@@ -37,7 +37,7 @@ interface Waiting {
 }
 
 /**
- * Admission control (SPEC §3): when every routable replica is at its `max_inflight`, requests wait
+ * Admission control (contract §3): when every routable replica is at its `max_inflight`, requests wait
  * here, first in first out, and the head is dispatched by the normal policy as soon as any replica
  * has room. Bounded in length (`--queue-max`) and in time (`--queue-timeout`). The one owner of the
  * queue; the data plane calls `pump()` whenever a place may have freed.

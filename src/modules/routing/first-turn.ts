@@ -27,6 +27,6 @@ export function preferCached<R extends RoutableView>(least: R, hint: CachedHint<
   const r = hint.target;
   const allowance = Math.min(slack, Math.floor(hint.blocks / BLOCKS_PER_LOAD));
   if (allowance < 1 || r === least || !r.routable || r.full) return least;
-  // Expected wait (SPEC §4.2): with equally fast replicas, the in-flight counts.
+  // Expected wait (contract §4.2): with equally fast replicas, the in-flight counts.
   return expectedWait(r) <= expectedWait(least) + allowance ? r : least;
 }

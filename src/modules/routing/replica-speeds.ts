@@ -6,7 +6,7 @@ import { SpeedEstimator, type SpeedEstimatorOptions } from './speed-estimator.js
 export const SPEED_REFRESH_MS = 100;
 
 /**
- * Speed-aware load (SPEC §4.2) on the live table: the data plane reports each finished request's
+ * Speed-aware load (contract §4.2) on the live table: the data plane reports each finished request's
  * time in flight, and before routing the replicas' `slowness`, `requestSeconds` and `batch` are refreshed
  * (at most every {@link SPEED_REFRESH_MS}) for the pure policy to read.
  */

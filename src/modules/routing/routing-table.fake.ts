@@ -11,7 +11,7 @@ export interface R extends RoutableView {
   slowness?: number;
 }
 
-/** Idle routable rows r0…r(n−1); with an array, one row per entry with that slowness (SPEC §4.2). */
+/** Idle routable rows r0…r(n−1); with an array, one row per entry with that slowness (contract §4.2). */
 export function table(rows: number | readonly number[]): R[] {
   const slowness = typeof rows === 'number' ? Array.from({ length: rows }, () => undefined) : rows;
   return slowness.map((s, i) => ({

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { affinityHeader, decide } from './routing.policy.js';
 import { table, type R } from './routing-table.fake.js';
 
-describe('routing policy: prefix matches of session-less requests (SPEC §4.1)', () => {
+describe('routing policy: prefix matches of session-less requests (contract §4.1)', () => {
   it('keeps a prefix match at slack 8 with 8 more in flight and moves it at 9 (switch;reason=overload)', () => {
     const t = table(3);
     t[2].load = 8;

@@ -19,7 +19,7 @@ function routeMany(t: R[], sessions: string[], slack = 8): string[] {
   });
 }
 
-describe('routing policy: candidates by model (SPEC §4.3)', () => {
+describe('routing policy: candidates by model (contract §4.3)', () => {
   const odd = (r: R): boolean => r.index % 2 === 1;
 
   it('chooses only among the candidates, the rotation keeping the whole table', () => {

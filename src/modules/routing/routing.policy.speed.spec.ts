@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { affinityHeader, decide, expectedWait, type PinState } from './routing.policy.js';
 import { table, type R } from './routing-table.fake.js';
 
-describe('routing policy: speed-aware load (SPEC §4.2)', () => {
+describe('routing policy: speed-aware load (contract §4.2)', () => {
   it('expected wait is (load + 1) × slowness, slowness absent counting as 1', () => {
     assert.equal(expectedWait({ name: 'a', index: 0, routable: true, full: false, draining: false, load: 3 }), 4);
     assert.equal(expectedWait({ name: 'a', index: 0, routable: true, full: false, draining: false, load: 3, slowness: 4 }), 16);

@@ -1,5 +1,5 @@
 /**
- * The routing policy (SPEC §4) as a pure function: a read-only view of the replica table and the
+ * The routing policy (contract §4) as a pure function: a read-only view of the replica table and the
  * session's pin go in, a decision comes out. No I/O, no mutation; the caller applies the decision
  * (pins the session, moves the cursor, counts outstanding).
  */
@@ -11,7 +11,7 @@ export interface RoutableView {
   readonly index: number;
   /** Ready and not draining. */
   readonly routable: boolean;
-  /** At its `max_inflight` (SPEC §3 admission): routable, but takes nothing new for now. */
+  /** At its `max_inflight` (contract §3 admission): routable, but takes nothing new for now. */
   readonly full: boolean;
   readonly draining: boolean;
   /**
@@ -20,7 +20,7 @@ export interface RoutableView {
    */
   readonly load: number;
   /**
-   * Seconds per request relative to the fleet median (SPEC §4.2), exactly 1 for a replica as fast as
+   * Seconds per request relative to the fleet median (contract §4.2), exactly 1 for a replica as fast as
    * the median within the estimator's tolerance; absent = 1 (no speed awareness).
    */
   readonly slowness?: number;
@@ -48,7 +48,7 @@ export function expectedWait(r: RoutableView): number {
 export type SwitchReason = 'overload' | 'unhealthy' | 'draining' | 'removed' | 'expired' | 'model';
 
 /**
- * Which replicas may take the request (SPEC §4.3: those serving its `model`); absent = all. A filter
+ * Which replicas may take the request (contract §4.3: those serving its `model`); absent = all. A filter
  * over the live table, not a subset of it, so the rotation keeps its indexes and N.
  */
 export type Candidates<R extends RoutableView> = ((r: R) => boolean) | undefined;
@@ -59,7 +59,7 @@ export type PinState<R extends RoutableView> =
   | { readonly status: 'live'; readonly replica: R }
   | { readonly status: 'expired'; readonly replica: R }
   | { readonly status: 'released'; readonly replica: R; readonly reason: 'draining' | 'removed' }
-  /** No session pin, but `replica` last served the longest matching prompt prefix (SPEC §4.1). */
+  /** No session pin, but `replica` last served the longest matching prompt prefix (contract §4.1). */
   | { readonly status: 'prefix'; readonly replica: R };
 
 /** `wait`: routable replicas exist but every one is full; the request waits in the admission queue. */

@@ -18,7 +18,7 @@ export interface RouteHints {
   readonly body?: Buffer;
   /** A session-less request's conversation as the shared store knows it: the replica name another router last chose. */
   readonly holder?: string;
-  /** The body's `model` (SPEC §4.3): only replicas serving it are candidates. */
+  /** The body's `model` (contract §4.3): only replicas serving it are candidates. */
   readonly model?: string;
 }
 
@@ -32,10 +32,10 @@ export class RoutingService {
   private readonly policy: RouterConfig['routing']['policy'];
   private readonly warmHandoff: boolean;
   private rr = 0;
-  /** Rotating tie-break cursor of the policy (SPEC §4): moves past every non-affinity choice. */
+  /** Rotating tie-break cursor of the policy (contract §4): moves past every non-affinity choice. */
   private counter = 0;
   /**
-   * The same cursor per requested model (SPEC §4.3): with one shared cursor, requests of two models
+   * The same cursor per requested model (contract §4.3): with one shared cursor, requests of two models
    * taking turns would always find the same replica of the second model first.
    */
   private readonly modelCounters = new Map<string, number>();
@@ -43,7 +43,7 @@ export class RoutingService {
   private affinityHitCount = 0;
   private readonly releaseListeners: Array<(r: Replica) => void> = [];
   private readonly prefixListeners: Array<(blocks: number) => void> = [];
-  /** Speed-aware load (SPEC §4.2) of the affinity policy; undefined with `routing.speed_aware` off. */
+  /** Speed-aware load (contract §4.2) of the affinity policy; undefined with `routing.speed_aware` off. */
   readonly speeds: ReplicaSpeeds | undefined;
 
   constructor(
@@ -106,8 +106,8 @@ export class RoutingService {
   }
 
   /**
-   * `prefix`: the prompt's block-hash chain of a session-less request (SPEC §4.1); `hints.model`:
-   * the body's `model`, when only the replicas serving it are candidates (SPEC §4.3).
+   * `prefix`: the prompt's block-hash chain of a session-less request (contract §4.1); `hints.model`:
+   * the body's `model`, when only the replicas serving it are candidates (contract §4.3).
    */
   route(sessionId: string, publish = false, prefix?: PromptChain, hints?: RouteHints): Decision<Replica> {
     const d = this.decideAndApply(sessionId, prefix, hints);
@@ -281,7 +281,7 @@ export class RoutingService {
 /** Most models with a cursor of their own (beyond it the cursors restart). */
 const MAX_MODEL_CURSORS = 1024;
 
-/** The candidate filter of a request naming `model` (SPEC §4.3); none without one. */
+/** The candidate filter of a request naming `model` (contract §4.3); none without one. */
 function servesModel(model: string | undefined): Candidates<Replica> {
   return model === undefined ? undefined : (r) => r.serves(model);
 }

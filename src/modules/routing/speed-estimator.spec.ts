@@ -14,7 +14,7 @@ function feed(e: SpeedEstimator<string>, clock: ManualClock, seconds: Record<str
   }
 }
 
-describe('speed estimator (SPEC §4.2)', () => {
+describe('speed estimator (contract §4.2)', () => {
   it('cold start: a replica with fewer than minSamples samples counts as the fleet median (slowness 1, no estimate)', () => {
     const clock = new ManualClock();
     const e = new SpeedEstimator<string>(clock);

@@ -1,5 +1,5 @@
 /**
- * How fast each replica has been serving (SPEC §4.2), from the router's own timings: the seconds a
+ * How fast each replica has been serving (contract §4.2), from the router's own timings: the seconds a
  * request spends in flight on it, from its body written upstream to the end of the answer. By
  * Little's law that is the reciprocal of completions per second per in-flight request, so it turns
  * an in-flight count into time: the expected wait of one more request is `(load + 1) × seconds`.

@@ -58,7 +58,7 @@ export class FleetView {
   @ApiProperty({ type: CapacityView }) readonly capacity!: CapacityView;
   @ApiProperty({ type: [OrphanView] }) readonly orphans!: OrphanView[];
   @ApiProperty({ type: [FailureView], description: 'recent launches that failed or timed out, newest first' }) readonly failures!: FailureView[];
-  @ApiProperty({ type: AutoscalerView, description: "the autoscaler (SPEC §6.1): paused or not, each model pool's current and desired size" })
+  @ApiProperty({ type: AutoscalerView, description: "the autoscaler (contract §6.1): paused or not, each model pool's current and desired size" })
   readonly autoscaler!: AutoscalerView;
-  @ApiProperty({ type: [ModelCapacityView], description: 'capacity per model (SPEC §4.3)' }) readonly models!: ModelCapacityView[];
+  @ApiProperty({ type: [ModelCapacityView], description: 'capacity per model (contract §4.3)' }) readonly models!: ModelCapacityView[];
 }

@@ -3,7 +3,7 @@ import type { HostSpec } from '../../../config/router-config.js';
 import type { Replica } from '../../registry/replica.js';
 import type { Capacity, SlotTable } from '../../fleet/slot-table.js';
 
-/** One model's share of the fleet (`GET /fleet` `models`, SPEC §4.3). */
+/** One model's share of the fleet (`GET /fleet` `models`, contract §4.3). */
 export class ModelCapacityView {
   @ApiProperty({ example: 'llama-8b' }) readonly model!: string;
   @ApiProperty({ example: ['node'], type: [String], description: 'hosts whose launched replicas serve it (served_model_name, else model)' })

@@ -48,7 +48,7 @@ export class ReplicaView {
   @ApiProperty({ example: 12345, nullable: true, type: Number }) readonly pid!: number | null;
   @ApiProperty({ example: '/tmp/affinity-router/node-d0.log', nullable: true, type: String }) readonly log_path!: string | null;
   @ApiProperty({ type: HealthView, nullable: true }) readonly last_health!: HealthView | null;
-  @ApiProperty({ type: SpeedView, description: 'speed-aware load (SPEC §4.2); slowness 1 and null seconds with routing.speed_aware off' })
+  @ApiProperty({ type: SpeedView, description: 'speed-aware load (contract §4.2); slowness 1 and null seconds with routing.speed_aware off' })
   readonly speed!: SpeedView;
   @ApiProperty({
     example: ['llama-8b', 'sql-lora'],
