@@ -15,8 +15,10 @@ const RELEASE = `local v = redis.call('GET', KEYS[1]) if v and string.sub(v, 1, 
  * Take a free lease and the next epoch in one step: the epoch key's INCR, but never at or below
  * ARGV[3], the highest epoch this router knows of. A Redis restarted empty has lost the epoch key,
  * and INCR alone would hand out epoch 1 again while an older leader of epoch 2 may still act.
+ * When another router holds the lease it returns minus the current epoch, so that every router,
+ * follower or not, knows the latest epoch before Redis can lose it.
  */
-const ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then local e = redis.call('INCR', KEYS[2]) local k = tonumber(ARGV[3]) if e <= k then e = k + 1 redis.call('SET', KEYS[2], e) end return e end return 0`;
+const ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then local e = redis.call('INCR', KEYS[2]) local k = tonumber(ARGV[3]) if e <= k then e = k + 1 redis.call('SET', KEYS[2], e) end return e end return -(tonumber(redis.call('GET', KEYS[2])) or 0)`;
 const FENCED_SET = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[2], ARGV[2]) return 1 else return 0 end`;
 
 export type LeaderListener = (leader: boolean) => void | Promise<void>;
@@ -117,7 +119,7 @@ export class LeaderService implements BeforeApplicationShutdown {
     }
   }
 
-  /** Take the lease if it is free, under an epoch above every one known; false when another router holds it. */
+  /** Take the lease if it is free, under an epoch above every one known; false when another router holds it (its epoch is then known). */
   private async acquire(): Promise<boolean> {
     const c = this.redis.client!;
     const known = Math.max(this.knownEpoch, this.epoch);
@@ -130,7 +132,10 @@ export class LeaderService implements BeforeApplicationShutdown {
       String(this.ttlMs),
       String(known),
     )) as number;
-    if (epoch === 0) return false;
+    if (epoch <= 0) {
+      this.observeEpoch(-epoch);
+      return false;
+    }
     this.epoch = epoch;
     this.observeEpoch(epoch);
     this.lastRenew = performance.now();
