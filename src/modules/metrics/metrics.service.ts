@@ -248,18 +248,11 @@ export class MetricsService {
     const status = String(ex.status || (ex.cause === 'client_abort' ? 499 : 0));
     const replica = ex.replica?.name ?? 'none';
     const model = modelLabel(ex.session?.model, this.replicas);
-    const key = `${route} ${status} ${replica} ${ex.decision} ${model}`;
+    const { kind: decision, reason, header } = ex.outcome;
+    const key = `${route} ${status} ${replica} ${header} ${model}`;
     let series = this.requestSeries.get(key);
     if (series === undefined) {
-      const sep = ex.decision.indexOf(';reason=');
-      series = this.requests.labels({
-        route,
-        status,
-        replica,
-        decision: sep >= 0 ? ex.decision.slice(0, sep) : ex.decision,
-        reason: sep >= 0 ? ex.decision.slice(sep + 8) : '',
-        model,
-      });
+      series = this.requests.labels({ route, status, replica, decision, reason, model });
       this.requestSeries.set(key, series);
     }
     series.inc();

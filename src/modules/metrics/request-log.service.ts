@@ -31,7 +31,7 @@ export class RequestLogService {
       path: ex.req.url,
       session: ex.session?.id,
       replica: ex.replica?.name,
-      decision: ex.decision,
+      decision: ex.outcome.header,
       ...(ex.home !== undefined ? { home: ex.home } : {}),
       status: ex.status || (cause === 'client_abort' ? 499 : 0),
       cause,

@@ -14,7 +14,7 @@ import { requestTo } from '../registry/replica-endpoint.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { AdmissionService, type Routed } from '../routing/admission.service.js';
 import { ShutdownService } from '../lifecycle/shutdown.service.js';
-import { affinityHeader } from '../routing/routing.policy.js';
+import { outcomeOf, switched } from '../routing/routing.policy.js';
 import { resolveSession, takeBody } from './body-intake.js';
 import { hasDotSegment, refuseRequestLine, refusedMethod } from './request-line.js';
 import { BodyBudget } from './body-budget.js';
@@ -111,7 +111,7 @@ export class DataPlaneService {
   }
 
   private send(ex: Exchange, d: Routed): void {
-    ex.decision = affinityHeader(d);
+    ex.outcome = outcomeOf(d);
     ex.timer = setTimeout(() => this.timedOut(ex, 'request'), this.config.requestTimeoutMs);
     this.dispatch(ex, d.replica);
     if (d.kind === 'initialize' && d.home !== undefined && !ex.closed) this.warm.send(ex, d.replica, d.home);
@@ -230,7 +230,7 @@ export class DataPlaneService {
         this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
         ex.proxyReq = undefined;
         // The session is now pinned to the retry target; say so.
-        if (next !== r) ex.decision = 'switch;reason=unhealthy';
+        if (next !== r) ex.outcome = switched('unhealthy');
         return this.dispatch(ex, next);
       }
     } else if (refused) {

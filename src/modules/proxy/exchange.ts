@@ -4,6 +4,7 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Replica } from '../registry/replica.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
 import type { Waiter } from '../routing/admission.service.js';
+import { NO_ROUTE, type RouteOutcome } from '../routing/routing.policy.js';
 
 /** How an exchange ended; exactly one per request (contract §9). */
 export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected' | 'internal_error';
@@ -13,8 +14,8 @@ export class Exchange {
   readonly id: string;
   readonly arrivedAt = performance.now();
   session: ResolvedSession | undefined;
-  /** Value of X-Router-Affinity. */
-  decision = 'none';
+  /** The routing decision, typed (the X-Router-Affinity header, the log's `decision`, the metrics' labels). */
+  outcome: RouteOutcome = NO_ROUTE;
   /** Warm hand-off: the replica this new conversation lives on, when another one answers its first turn. */
   home: string | undefined;
   body: Buffer | undefined;
@@ -70,7 +71,7 @@ export class Exchange {
 
   /** Headers every response carries, errors included (contract §3). */
   routerHeaders(): Record<string, string> {
-    const h: Record<string, string> = { 'x-request-id': this.id, 'x-router-affinity': this.decision };
+    const h: Record<string, string> = { 'x-request-id': this.id, 'x-router-affinity': this.outcome.header };
     if (this.session) h['x-session-id'] = this.session.id;
     if (this.replica) h['x-router-replica'] = this.replica.name;
     return h;

@@ -140,17 +140,42 @@ export function decide<R extends RoutableView>(table: readonly R[], counter: num
   }
 }
 
+/**
+ * A decision as the response header, the request log and the metrics show it: its kind and, for a
+ * switch, why (`reason` is '' otherwise). Kept typed on the exchange, never parsed back from the header.
+ */
+export interface RouteOutcome {
+  readonly kind: 'retain' | 'prefix' | 'initialize' | 'switch' | 'none';
+  readonly reason: SwitchReason | '';
+  /** The value of the `X-Router-Affinity` header: the kind, and `;reason=` for a switch. */
+  readonly header: string;
+}
+
+function outcome(kind: RouteOutcome['kind'], reason: SwitchReason | ''): RouteOutcome {
+  return { kind, reason, header: kind === 'switch' ? `switch;reason=${reason}` : kind };
+}
+
+/** Before routing, and for requests that are never routed (`X-Router-Affinity: none`). */
+export const NO_ROUTE: RouteOutcome = outcome('none', '');
+
+/** One shared outcome per kind and reason: nothing is allocated per request. */
+const PLAIN = { retain: outcome('retain', ''), prefix: outcome('prefix', ''), initialize: outcome('initialize', ''), none: NO_ROUTE } as const;
+const SWITCHES = new Map<SwitchReason, RouteOutcome>();
+
+/** The outcome of a decision (a wait is shown as `none`). */
+export function outcomeOf(d: Decision<RoutableView>): RouteOutcome {
+  if (d.kind !== 'switch') return PLAIN[d.kind === 'wait' ? 'none' : d.kind];
+  return switched(d.reason);
+}
+
+/** The outcome of moving a conversation for `reason` (also the proxy's, when it re-routes a failed attempt). */
+export function switched(reason: SwitchReason): RouteOutcome {
+  let o = SWITCHES.get(reason);
+  if (o === undefined) SWITCHES.set(reason, (o = outcome('switch', reason)));
+  return o;
+}
+
 /** The value of the `X-Router-Affinity` header for a decision. */
 export function affinityHeader(d: Decision<RoutableView>): string {
-  switch (d.kind) {
-    case 'retain':
-    case 'prefix':
-    case 'initialize':
-      return d.kind;
-    case 'switch':
-      return `switch;reason=${d.reason}`;
-    case 'wait':
-    case 'none':
-      return 'none';
-  }
+  return outcomeOf(d).header;
 }
