@@ -13,7 +13,7 @@ import { spawnSim, simRequest, stopAllSims, type SimProcess } from '../support/s
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { parseProm, sum } from '../support/prom.js';
 import { rawExchange } from '../support/raw-http.js';
-import { BodyBudget } from '../../src/modules/proxy/body-budget.js';
+import { BodyBudget } from '../../src/modules/proxy/body-budget.service.js';
 
 const MAX_BODY = 1024 * 1024;
 const UPLOAD = 900 * 1024;

@@ -17,10 +17,10 @@ import { testSlot } from '../launcher/transports/replica-process.fake.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Abortable, Replica } from '../registry/replica.js';
 import type { RoutingService } from '../routing/routing.service.js';
-import { FleetBook } from './fleet-book.js';
+import { FleetBook } from './fleet-book.service.js';
 import { FleetService } from './fleet.service.js';
-import { ReplicaLauncher } from './replica-launcher.js';
-import { ReplicaStopper } from './replica-stopper.js';
+import { ReplicaLauncher } from './replica-launcher.service.js';
+import { ReplicaStopper } from './replica-stopper.service.js';
 import type { StateService } from './state.service.js';
 import { testHost } from '../../config/test-host.fake.js';
 

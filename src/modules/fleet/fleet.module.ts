@@ -1,16 +1,16 @@
 import { Module } from '@nestjs/common';
 import { LauncherModule } from '../launcher/launcher.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
-import { AutoscaleView } from './autoscale-view.js';
+import { AutoscaleView } from './autoscale-view.service.js';
 import { AutoscalerService } from './autoscaler.service.js';
-import { FleetAdoption } from './fleet-adoption.js';
+import { FleetAdoption } from './fleet-adoption.service.js';
 import { FleetBootstrap } from './fleet.bootstrap.js';
-import { FleetShutdown } from './fleet-shutdown.js';
-import { FleetBook } from './fleet-book.js';
-import { ReplicaLauncher } from './replica-launcher.js';
-import { ReplicaStopper } from './replica-stopper.js';
+import { FleetShutdown } from './fleet-shutdown.service.js';
+import { FleetBook } from './fleet-book.service.js';
+import { ReplicaLauncher } from './replica-launcher.service.js';
+import { ReplicaStopper } from './replica-stopper.service.js';
 import { FleetService } from './fleet.service.js';
-import { FleetMirror } from './fleet-mirror.js';
+import { FleetMirror } from './fleet-mirror.service.js';
 import { StateService } from './state.service.js';
 
 @Module({

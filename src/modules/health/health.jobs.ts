@@ -3,7 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { HealthService } from './health.service.js';
-import { ModelDiscovery } from './model-discovery.js';
+import { ModelDiscovery } from './model-discovery.service.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
 
 const JOBS = { poll: 'health-poll', models: 'models-refresh' } as const;

@@ -3,7 +3,7 @@ import { RoutingModule } from '../routing/routing.module.js';
 import { HealthController } from './health.controller.js';
 import { HealthJobs } from './health.jobs.js';
 import { HealthService } from './health.service.js';
-import { ModelDiscovery } from './model-discovery.js';
+import { ModelDiscovery } from './model-discovery.service.js';
 
 @Module({
   imports: [RoutingModule],

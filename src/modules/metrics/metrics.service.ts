@@ -16,7 +16,7 @@ import { routeLabel } from './route-label.js';
 import { monotonic, registerFleetMetrics } from './fleet-metrics.js';
 import { registerStateMetrics } from './state-metrics.js';
 import { registerWarmMetrics } from './warm-metrics.js';
-import { WarmCopies } from '../proxy/warm-copy.js';
+import { WarmCopies } from '../proxy/warm-copy.service.js';
 import { registerAutoscaleMetrics } from './autoscale-metrics.js';
 import { AutoscalerService } from '../fleet/autoscaler.service.js';
 import { StateService } from '../fleet/state.service.js';

@@ -1,5 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
-import type { WarmCopies } from '../proxy/warm-copy.js';
+import type { WarmCopies } from '../proxy/warm-copy.service.js';
 
 /** Warm hand-off copies (routing.warm_handoff, docs/design.md §6.2) by home replica and result. */
 export function registerWarmMetrics(reg: Registry, P: string, warm: WarmCopies): void {

@@ -1,5 +1,5 @@
 import type { ResolvedSession } from '../affinity/session-id.js';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget } from './body-budget.service.js';
 import { readBody } from './body-reader.js';
 import type { Exchange } from './exchange.js';
 import { failExchange, refuseBody } from './exchange-end.js';

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget } from './body-budget.service.js';
 
 export type BodyResult =
   | { readonly ok: true; readonly body: Buffer; /** bytes taken from the budget, to give back when the exchange ends */ readonly held: number }

@@ -17,7 +17,7 @@ import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { outcomeOf, switched } from '../routing/routing.policy.js';
 import { resolveSession, takeBody } from './body-intake.js';
 import { hasDotSegment, refuseRequestLine, refusedMethod } from './request-line.js';
-import { BodyBudget } from './body-budget.js';
+import { BodyBudget } from './body-budget.service.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { relayModels } from './models.handler.js';
@@ -25,7 +25,7 @@ import { noReplicaMessage, refuseUnknownModel } from './model-routing.js';
 import { answerInternalError, cutExchange, failExchange, queuedExchange } from './exchange-end.js';
 import { relayBody } from './relay.js';
 import { responseHeaders, upstreamHeaders } from './forward-headers.js';
-import { WarmCopies } from './warm-copy.js';
+import { WarmCopies } from './warm-copy.service.js';
 import { occupy, vacate } from './in-flight.js';
 
 /** Without a shared store: nothing to publish, no other router's choice. */

@@ -3,9 +3,9 @@ import { HealthModule } from '../health/health.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
 import { DataPlaneService } from './data-plane.service.js';
 import { ExchangeObserver } from './exchange.observer.js';
-import { SpeedFeed } from './speed-feed.js';
-import { BodyBudget } from './body-budget.js';
-import { WarmCopies } from './warm-copy.js';
+import { SpeedFeed } from './speed-feed.service.js';
+import { BodyBudget } from './body-budget.service.js';
+import { WarmCopies } from './warm-copy.service.js';
 
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { AffinityService } from '../affinity/affinity.service.js';
-import { SharedSessions } from '../affinity/shared-sessions.js';
+import { SharedSessions } from '../affinity/shared-sessions.service.js';
 import type { PinLookup } from '../affinity/session-directory.js';
 import { bodyPromptChain, type PromptChain } from '../affinity/prefix-hash.js';
 import type { ResolvedSession } from '../affinity/session-id.js';

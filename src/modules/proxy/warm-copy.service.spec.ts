@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { warmBody } from './warm-copy.js';
+import { warmBody } from './warm-copy.service.js';
 
 const parse = (b: Buffer | undefined): unknown => (b === undefined ? undefined : JSON.parse(b.toString('utf8')));
 

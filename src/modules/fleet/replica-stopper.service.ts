@@ -6,7 +6,7 @@ import type { StopSpec } from '../launcher/launcher.transport.js';
 import { answersAfter } from '../health/probe.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
-import { FleetBook } from './fleet-book.js';
+import { FleetBook } from './fleet-book.service.js';
 import type { LaunchRecord } from './launch-record.js';
 import { FOREIGN } from './slot-table.js';
 

@@ -11,9 +11,9 @@ import type { ExitInfo } from '../launcher/launcher.transport.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
-import { FleetBook } from './fleet-book.js';
+import { FleetBook } from './fleet-book.service.js';
 import { LaunchRecord } from './launch-record.js';
-import { ReplicaStopper } from './replica-stopper.js';
+import { ReplicaStopper } from './replica-stopper.service.js';
 import { portTaken } from './port-check.js';
 import { FOREIGN } from './slot-table.js';
 
