@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
+import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js';
 import { LauncherModule } from '../launcher/launcher.module.js';
+import { FleetMetrics } from './fleet.metrics.js';
 import { RoutingModule } from '../routing/routing.module.js';
 import { AutoscaleView } from './autoscale-view.service.js';
 import { AutoscalerService } from './autoscaler.service.js';
@@ -14,7 +16,7 @@ import { FleetMirror } from './fleet-mirror.service.js';
 import { StateService } from './state.service.js';
 
 @Module({
-  imports: [RoutingModule, LauncherModule],
+  imports: [RoutingModule, LauncherModule, MetricsRegistryModule],
   providers: [
     FleetService,
     FleetBook,
@@ -27,6 +29,7 @@ import { StateService } from './state.service.js';
     FleetMirror,
     AutoscaleView,
     AutoscalerService,
+    FleetMetrics,
   ],
   exports: [FleetService, AutoscalerService, StateService],
 })

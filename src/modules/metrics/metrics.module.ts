@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { FleetModule } from '../fleet/fleet.module.js';
+import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js';
 import { HealthModule } from '../health/health.module.js';
 import { ProxyModule } from '../proxy/proxy.module.js';
 import { RoutingModule } from '../routing/routing.module.js';
@@ -8,7 +8,7 @@ import { MetricsService } from './metrics.service.js';
 import { RequestLogService } from './request-log.service.js';
 
 @Module({
-  imports: [RoutingModule, HealthModule, ProxyModule, FleetModule],
+  imports: [RoutingModule, HealthModule, ProxyModule, MetricsRegistryModule],
   controllers: [MetricsController],
   providers: [MetricsService, RequestLogService],
 })

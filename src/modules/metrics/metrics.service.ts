@@ -1,31 +1,22 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
 import { INTERNAL_ERROR_SOURCES, InternalErrors } from '../../common/errors/internal-errors.js';
 import { AffinityService } from '../affinity/affinity.service.js';
-import { FleetService } from '../fleet/fleet.service.js';
 import { HealthService } from '../health/health.service.js';
 import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { AdmissionService } from '../routing/admission.service.js';
 import { RoutingService } from '../routing/routing.service.js';
-import { RedisService } from '../cluster/redis.service.js';
-import { LeaderService } from '../cluster/leader.service.js';
 import type { ReplicaState } from '../registry/replica.js';
 import { routeLabel } from './route-label.js';
-import { monotonic, registerFleetMetrics } from './fleet-metrics.js';
-import { registerStateMetrics } from './state-metrics.js';
-import { registerWarmMetrics } from './warm-metrics.js';
-import { WarmCopies } from '../proxy/warm-copy.service.js';
-import { registerAutoscaleMetrics } from './autoscale-metrics.js';
-import { AutoscalerService } from '../fleet/autoscaler.service.js';
-import { StateService } from '../fleet/state.service.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
 import { registerReadMetrics } from './read-metrics.js';
 import { registerSpeedMetrics } from './speed-metrics.js';
 import { modelLabel, registerModelMetrics } from './model-metrics.js';
 
-const P = 'affinity_router_';
+const P = METRIC_PREFIX;
 const STATES: readonly ReplicaState[] = ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'];
 /** Sub-millisecond buckets: the router's own overhead is measured in tens of microseconds. */
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
@@ -38,7 +29,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  */
 @Injectable()
 export class MetricsService {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   private readonly requests: Counter<'route' | 'status' | 'replica' | 'decision' | 'reason' | 'model'>;
   private readonly received: Counter;
   private readonly terminations: Counter<'cause'>;
@@ -52,19 +43,14 @@ export class MetricsService {
   constructor(
     private readonly replicas: RegistryService,
     affinity: AffinityService,
-    fleet: FleetService,
     health: HealthService,
     observer: ExchangeObserver,
     admission: AdmissionService,
     routing: RoutingService,
-    redis: RedisService,
-    leader: LeaderService,
     internalErrors: InternalErrors,
-    autoscaler: AutoscalerService,
-    state: StateService,
-    warm: WarmCopies,
+    metrics: MetricsRegistry,
   ) {
-    const reg = this.registry;
+    const reg = (this.registry = metrics.registry);
     const registry = replicas;
     collectDefaultMetrics({ register: reg });
     this.received = new Counter({
@@ -218,11 +204,7 @@ export class MetricsService {
     });
     monotonic(reg, `${P}rejected_total`, 'Requests refused because no replica was routable.', undefined, () => ({ '': routing.rejected }));
 
-    registerFleetMetrics(reg, P, fleet, redis, leader);
-    registerAutoscaleMetrics(reg, P, autoscaler);
-    registerStateMetrics(reg, P, state);
     registerModelMetrics(reg, P, replicas);
-    registerWarmMetrics(reg, P, warm);
 
     observer.onArrival(() => this.received.inc());
     observer.subscribe((ex) => this.exchangeEnded(ex));

@@ -6,6 +6,8 @@ import { ExchangeObserver } from './exchange.observer.js';
 import { SpeedFeed } from './speed-feed.service.js';
 import { BodyBudget } from './body-budget.service.js';
 import { WarmCopies } from './warm-copy.service.js';
+import { WarmMetrics } from './warm.metrics.js';
+import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js';
 
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
@@ -13,8 +15,8 @@ import { WarmCopies } from './warm-copy.service.js';
  * middleware chain (docs/design.md §3).
  */
 @Module({
-  imports: [RoutingModule, HealthModule],
-  providers: [DataPlaneService, ExchangeObserver, SpeedFeed, BodyBudget, WarmCopies],
+  imports: [RoutingModule, HealthModule, MetricsRegistryModule],
+  providers: [DataPlaneService, ExchangeObserver, SpeedFeed, BodyBudget, WarmCopies, WarmMetrics],
   exports: [DataPlaneService, ExchangeObserver, WarmCopies],
 })
 export class ProxyModule {}

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { AutoscalerService } from '../fleet/autoscaler.service.js';
+import type { AutoscalerService } from './autoscaler.service.js';
 
 /**
  * The autoscaler's metrics (contract §6.1): its decisions by direction and reason (one per pool per

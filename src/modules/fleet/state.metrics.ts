@@ -1,5 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { StateService } from '../fleet/state.service.js';
+import type { StateService } from './state.service.js';
 
 /**
  * The `--state-file`'s writes (contract §6): full snapshots and journal appends by result, how long

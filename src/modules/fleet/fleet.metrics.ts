@@ -1,13 +1,19 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
-import type { LeaderService } from '../cluster/leader.service.js';
-import type { RedisService } from '../cluster/redis.service.js';
-import type { FleetService } from '../fleet/fleet.service.js';
+import { Injectable } from '@nestjs/common';
+import { Gauge, type Registry } from 'prom-client';
+import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
+import { registerAutoscaleMetrics } from './autoscale.metrics.js';
+import { AutoscalerService } from './autoscaler.service.js';
+import { registerStateMetrics } from './state.metrics.js';
+import { StateService } from './state.service.js';
+import { LeaderService } from '../cluster/leader.service.js';
+import { RedisService } from '../cluster/redis.service.js';
+import { FleetService } from './fleet.service.js';
 
 /**
  * The fleet's metrics (contract §9): lifecycle events, launch capacity, orphans, and with several
  * routers the shared session store and fleet leadership. Read from their owners at each scrape.
  */
-export function registerFleetMetrics(reg: Registry, P: string, fleet: FleetService, redis: RedisService, leader: LeaderService): void {
+function registerFleetMetrics(reg: Registry, P: string, fleet: FleetService, redis: RedisService, leader: LeaderService): void {
   monotonic(
     reg,
     `${P}fleet_events_total`,
@@ -60,23 +66,12 @@ export function registerFleetMetrics(reg: Registry, P: string, fleet: FleetServi
   });
 }
 
-/** A counter whose value lives elsewhere: each scrape adds what it grew by since the last one. */
-export function monotonic(reg: Registry, name: string, help: string, label: string | undefined, read: () => Record<string, number>): void {
-  const last = new Map<string, number>();
-  new Counter({
-    name,
-    help,
-    labelNames: label ? [label] : [],
-    registers: [reg],
-    collect() {
-      for (const [k, v] of Object.entries(read())) {
-        const d = v - (last.get(k) ?? 0);
-        if (d > 0) {
-          if (label) this.inc({ [label]: k }, d);
-          else this.inc(d);
-        }
-        last.set(k, v);
-      }
-    },
-  });
+/** The fleet module's collector: lifecycle, capacity, leadership, autoscaler and state-file metrics. */
+@Injectable()
+export class FleetMetrics {
+  constructor(metrics: MetricsRegistry, fleet: FleetService, redis: RedisService, leader: LeaderService, autoscaler: AutoscalerService, state: StateService) {
+    registerFleetMetrics(metrics.registry, METRIC_PREFIX, fleet, redis, leader);
+    registerAutoscaleMetrics(metrics.registry, METRIC_PREFIX, autoscaler);
+    registerStateMetrics(metrics.registry, METRIC_PREFIX, state);
+  }
 }
