@@ -83,7 +83,7 @@ export async function fleetRig(t: TestContext, o: FleetRigOptions = {}): Promise
   const stopper = new ReplicaStopper(config, book, registry, routing, log);
   const launcher = new ReplicaLauncher(config, book, registry, launchers, stopper, {}, log);
   const leader = { isLeader: true, leaderUrl: undefined } as unknown as LeaderService;
-  const fleet = new FleetService(config, book, launcher, stopper, registry, routing, launchers, leader, log);
+  const fleet = new FleetService(config, book, launcher, stopper, registry, routing, leader, log);
   const launchOne = async (): Promise<Replica> => {
     const [r] = await launcher.launch(1, undefined);
     return r;

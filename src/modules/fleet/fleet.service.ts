@@ -5,7 +5,6 @@ import { RouterConfig, type HostSpec, type SlotSpec } from '../../config/router-
 import { DomainError } from '../../common/errors/domain-error.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { LauncherFactory } from '../launcher/launcher.factory.js';
 import type { PidIdentity } from '../launcher/launcher.transport.js';
 import type { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -36,7 +35,6 @@ export class FleetService {
     private readonly stopper: ReplicaStopper,
     private readonly registry: RegistryService,
     private readonly routing: RoutingService,
-    private readonly launchers: LauncherFactory,
     private readonly leader: LeaderService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
@@ -169,7 +167,7 @@ export class FleetService {
 
   /** Whether `pid` is provably the process serving `port` on the slot's host (the transport checks). */
   identify(slot: SlotSpec, pid: number, port: number): Promise<PidIdentity> {
-    return this.launchers.forHost(this.hostOf(slot)).identify(pid, port);
+    return this.launcher.identify(slot, pid, port);
   }
 
   /**

@@ -7,7 +7,7 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { PROCESS_ENV, type ProcessEnv } from '../../common/process-env.js';
 import { LauncherFactory } from '../launcher/launcher.factory.js';
-import type { ExitInfo } from '../launcher/launcher.transport.js';
+import type { ExitInfo, PidIdentity } from '../launcher/launcher.transport.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -203,6 +203,11 @@ export class ReplicaLauncher {
     this.book.reportFailure(report);
     this.log.error({ event: 'replica_failed', replica: r.name, ...report }, `replica ${r.name} failed: ${reason}; log ${report.log_path}`);
     await this.stopper.stop(rec);
+  }
+
+  /** Whether `pid` is provably the process serving `port` on the slot's host (the transport checks). */
+  identify(slot: SlotSpec, pid: number, port: number): Promise<PidIdentity> {
+    return this.launchers.forHost(this.hostOf(slot)).identify(pid, port);
   }
 
   hostOf(slot: SlotSpec): HostSpec {
