@@ -13,7 +13,7 @@ import { spawnSim, simRequest, stopAllSims, type SimProcess } from '../support/s
 import { adminCall, startTestRouter, TEST_TOKEN, waitFor, type TestRouter } from '../support/router.js';
 import { parseProm, sum } from '../support/prom.js';
 import { rawExchange } from '../support/raw-http.js';
-import { BodyBudget } from '../../src/modules/proxy/body-budget.service.js';
+import { BodyReader } from '../../src/modules/proxy/body-reader.service.js';
 
 const MAX_BODY = 1024 * 1024;
 const UPLOAD = 900 * 1024;
@@ -188,7 +188,7 @@ describe('hostile input at the edges (issue 19)', () => {
   });
 
   it('refuses a body that does not fit in --body-memory with 503 overloaded and Retry-After before reading it, and answers the bodies it holds', async () => {
-    const budget = router.app.get(BodyBudget);
+    const budget = router.app.get(BodyReader);
     const before = (await sim.stats()).requests;
     await sim.setFaults({ slow_ms: 3_000 });
     const held = [upload(router.url, UPLOAD, 'held-1'), upload(router.url, UPLOAD, 'held-2')];

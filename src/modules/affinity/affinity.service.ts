@@ -5,7 +5,7 @@ import type { Replica } from '../registry/replica.js';
 import { peekTopLevelStrings, type JsonKind } from './body-peek.js';
 import { bodyPromptChain } from './prefix-hash.js';
 import { PrefixIndex } from './prefix-index.js';
-import { resolveSessionId, type ResolvedSession } from './session-id.js';
+import { resolveSessionId, type RequestKeys } from './session-id.js';
 import { SessionDirectory } from './session-directory.js';
 
 /** Both fields keep JSON.parse's last-wins rule; a `model` key that occurs once ends the scan early (see peekTopLevelStrings). */
@@ -39,16 +39,16 @@ export class AffinityService {
    * id is never parsed. The body's top-level string `model`, when it has one, comes along (peeked
    * in the same pass as the session field).
    */
-  resolve(header: string | string[] | undefined, body: Buffer | undefined): ResolvedSession {
+  resolve(header: string | string[] | undefined, body: Buffer | undefined): RequestKeys {
     const h = Array.isArray(header) ? header[0] : header;
     const kinds: Array<JsonKind | undefined> = [];
     const [bodyId, model] = body === undefined ? [] : peekTopLevelStrings(body, this.needles, FIRST_WINS, kinds);
-    const resolved = resolveSessionId(h, bodyId);
+    const session = resolveSessionId(h, bodyId);
     const modelKind = kinds[1];
-    const session =
-      model !== undefined ? { ...resolved, model } : modelKind !== undefined && modelKind !== 'string' ? { ...resolved, modelType: modelKind } : resolved;
-    if (session.source !== 'minted' || body === undefined || this.prefixes === undefined) return session;
+    const keys: RequestKeys =
+      model !== undefined ? { session, model } : modelKind !== undefined && modelKind !== 'string' ? { session, modelType: modelKind } : { session };
+    if (session.source !== 'minted' || body === undefined || this.prefixes === undefined) return keys;
     const prefix = bodyPromptChain(body);
-    return prefix.blocks.length === 0 ? session : { ...session, prefix };
+    return prefix.blocks.length === 0 ? keys : { ...keys, prefix };
   }
 }

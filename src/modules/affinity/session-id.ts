@@ -9,6 +9,11 @@ export interface ResolvedSession {
   readonly source: SessionSource;
   /** True when the client's id was invalid and `id` is its stable replacement. */
   readonly replaced: boolean;
+}
+
+/** What one pass over a request's header and body finds: its session, and what routing keys on. */
+export interface RequestKeys {
+  readonly session: ResolvedSession;
   /**
    * A `minted` session only, with prefix affinity on: the block-hash chain of its prompt
    * (prefix-hash.ts), absent when the body has no usable prompt.

@@ -21,7 +21,7 @@ function replica(
     maxInflight: o.max,
   });
   r.pins = o.pins ?? 0;
-  r.outstanding = o.load ?? 0;
+  for (let i = 0; i < (o.load ?? 0); i++) r.occupy({ abort: () => undefined });
   return r;
 }
 

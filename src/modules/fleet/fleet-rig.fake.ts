@@ -97,13 +97,8 @@ export function inFlight(r: Replica): Abortable & { readonly aborted: string[]; 
   const ex = {
     aborted,
     abort: (reason: string) => void aborted.push(reason),
-    end: () => {
-      r.inflight.delete(ex);
-      r.outstanding--;
-      r.requestEnded();
-    },
+    end: () => r.vacate(ex),
   };
-  r.outstanding++;
-  r.inflight.add(ex);
+  r.occupy(ex);
   return ex;
 }

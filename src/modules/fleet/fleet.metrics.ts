@@ -3,8 +3,6 @@ import { Gauge, type Registry } from 'prom-client';
 import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
 import { registerAutoscaleMetrics } from './autoscale.metrics.js';
 import { AutoscalerService } from './autoscaler.service.js';
-import { registerStateMetrics } from './state.metrics.js';
-import { StateService } from './state.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { RedisService } from '../cluster/redis.service.js';
 import { FleetService } from './fleet.service.js';
@@ -66,12 +64,11 @@ function registerFleetMetrics(reg: Registry, P: string, fleet: FleetService, red
   });
 }
 
-/** The fleet module's collector: lifecycle, capacity, leadership, autoscaler and state-file metrics. */
+/** The fleet module's collector: lifecycle, capacity, leadership and autoscaler metrics (the state file's are StateMetrics, observed by StateService). */
 @Injectable()
 export class FleetMetrics {
-  constructor(metrics: MetricsRegistry, fleet: FleetService, redis: RedisService, leader: LeaderService, autoscaler: AutoscalerService, state: StateService) {
+  constructor(metrics: MetricsRegistry, fleet: FleetService, redis: RedisService, leader: LeaderService, autoscaler: AutoscalerService) {
     registerFleetMetrics(metrics.registry, METRIC_PREFIX, fleet, redis, leader);
     registerAutoscaleMetrics(metrics.registry, METRIC_PREFIX, autoscaler);
-    registerStateMetrics(metrics.registry, METRIC_PREFIX, state);
   }
 }

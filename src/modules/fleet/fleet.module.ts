@@ -14,10 +14,12 @@ import { ReplicaStopper } from './replica-stopper.service.js';
 import { FleetService } from './fleet.service.js';
 import { FleetMirror } from './fleet-mirror.service.js';
 import { StateService } from './state.service.js';
+import { StateMetrics } from './state.metrics.js';
 
 @Module({
   imports: [RoutingModule, LauncherModule, MetricsRegistryModule],
   providers: [
+    StateMetrics,
     FleetService,
     FleetBook,
     ReplicaLauncher,

@@ -18,6 +18,7 @@ import type { StateWrite } from './loop-hold.js';
 import { JOURNAL_LINE_MAX_IDS, journalPathOf } from './state-journal.js';
 import type { ConfigError } from '../../config/config-error.js';
 import { tempDir } from '../../common/temp-dir.fake.js';
+import type { StateMetrics } from './state.metrics.js';
 
 /** Enough pins for a write to span many slices and chunks (state-pins.ts). */
 const MANY = 200_000;
@@ -48,6 +49,9 @@ function setup(pins: number, path = join(tempDir('ar-statesvc-'), 'state.json'),
     },
   });
   const lifecycle = new LifecycleService();
+  /** What the state-file metrics are told of each write (the test adds its own observers). */
+  const reports: Array<(w: StateWrite) => void> = [];
+  const metrics = { written: (w: StateWrite) => reports.forEach((r) => r(w)) } as unknown as StateMetrics;
   const svc = new StateService(
     { stateFile: path, discardState: false } as unknown as RouterConfig,
     { directory, clock } as unknown as AffinityService,
@@ -55,13 +59,14 @@ function setup(pins: number, path = join(tempDir('ar-statesvc-'), 'state.json'),
     { isLeader: false } as unknown as LeaderService,
     { enabled: false } as unknown as RedisService,
     createAppLogger('info', 'json', sink),
+    metrics,
   );
   const tmps = (): string[] => readdirSync(join(path, '..')).filter((f) => f.endsWith('.tmp'));
   const tmpLeft = (): boolean => tmps().length > 0;
   /** True once a write is part-way through the pins: its temporary file holds a first chunk of them. */
   const midWrite = (): boolean => tmps().some((f) => (statSync(join(path, '..', f), { throwIfNoEntry: false })?.size ?? 0) > 256 * 1024);
   const file = (): FleetState => JSON.parse(readFileSync(path, 'utf8')) as FleetState;
-  return { svc, path, directory, clock, targets, logs, lifecycle, tmpLeft, midWrite, file };
+  return { svc, path, directory, clock, targets, logs, lifecycle, tmpLeft, midWrite, file, reports };
 }
 
 /** A snapshot of one replica's fleet on disk, then the 1 s pin flush running (stopped by onApplicationShutdown). */
@@ -272,13 +277,13 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
     }
   });
 
-  it('tells its write listeners (the metrics) each write: kind, result, time, and how long it held the event loop; one that throws changes nothing', async () => {
+  it('tells its metrics each write: kind, result, time, and how long it held the event loop; a metric that throws changes nothing', async () => {
     const s = setup(MANY);
     const writes: StateWrite[] = [];
-    s.svc.onWrite(() => {
-      throw new Error('listener bug');
+    s.reports.push((w) => writes.push(w));
+    s.reports.push(() => {
+      throw new Error('metrics bug');
     });
-    s.svc.onWrite((w) => writes.push(w));
     try {
       await failNextAppend(s);
       await until(() => writes.length >= 3, 'a failed append and the snapshot after it', 5_000);
@@ -291,9 +296,9 @@ describe('StateService journal (flushes cost the pins that changed)', () => {
       writes.map((w) => `${w.kind}:${w.ok ? 'ok' : 'error'}`),
       ['snapshot:ok', 'journal:error', 'snapshot:ok', 'journal:ok'],
     );
-    // The throwing listener is logged, and did not turn a write into a failure (only the removed journal did).
+    // The throwing metric is logged, and did not turn a write into a failure (only the removed journal did).
     assert.equal(s.logs.filter((l) => l['event'] === 'state_write_failed').length, 1);
-    assert.ok(s.logs.some((l) => l['msg'] === 'state write listener failed'));
+    assert.ok(s.logs.some((l) => l['msg'] === 'state write metrics failed'));
     const [first] = writes;
     // 200,000 pins go out in many slices with the loop free between them: no slice is the whole write.
     assert.ok(first.loopHoldSeconds > 0 && first.loopHoldSeconds < first.seconds / 2, `hold ${first.loopHoldSeconds} s of a ${first.seconds} s write`);

@@ -22,8 +22,9 @@ import {
   readJournal,
   type TakenChanges,
 } from './state-journal.js';
-import { LoopHold, type StateWrite } from './loop-hold.js';
+import { LoopHold } from './loop-hold.js';
 import { pinChunks } from './state-pins.js';
+import { StateMetrics } from './state.metrics.js';
 
 /** How often changed session pins are flushed (contract §6: at most 1 s after they change). */
 const PIN_FLUSH_MS = 1_000;
@@ -61,7 +62,6 @@ export class StateService implements OnApplicationShutdown {
   private queued: Promise<void> | undefined;
   private lastError: string | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
-  private readonly writeListeners: Array<(w: StateWrite) => void> = [];
 
   constructor(
     private readonly config: RouterConfig,
@@ -70,6 +70,7 @@ export class StateService implements OnApplicationShutdown {
     private readonly leader: LeaderService,
     private readonly redis: RedisService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
+    private readonly metrics: StateMetrics,
   ) {
     this.path = config.stateFile;
     if (this.path === undefined) return;
@@ -86,11 +87,6 @@ export class StateService implements OnApplicationShutdown {
   /** A `--state-file` is written (not only Redis). */
   get writesFile(): boolean {
     return this.path !== undefined;
-  }
-
-  /** Called after every write of the state file or its journal that was tried. */
-  onWrite(l: (w: StateWrite) => void): void {
-    this.writeListeners.push(l);
   }
 
   /** The fleet the current leader recorded in Redis, if any. */
@@ -237,14 +233,11 @@ export class StateService implements OnApplicationShutdown {
       this.lifecycle.degrade('state_file', msg);
       ok = false;
     }
-    // After the write is settled: a listener that throws must not turn a written line into a failed write.
-    const w = hold.written(snapshot ? 'snapshot' : 'journal', ok);
-    for (const l of this.writeListeners) {
-      try {
-        l(w);
-      } catch (e) {
-        this.log.error({ err: e }, 'state write listener failed');
-      }
+    // After the write is settled: a metric that throws must not turn a written line into a failed write.
+    try {
+      this.metrics.written(hold.written(snapshot ? 'snapshot' : 'journal', ok));
+    } catch (e) {
+      this.log.error({ err: e }, 'state write metrics failed');
     }
   }
 

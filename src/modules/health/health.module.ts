@@ -4,11 +4,13 @@ import { HealthController } from './health.controller.js';
 import { HealthJobs } from './health.jobs.js';
 import { HealthService } from './health.service.js';
 import { ModelDiscovery } from './model-discovery.service.js';
+import { HealthMetrics } from './health.metrics.js';
+import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js';
 
 @Module({
-  imports: [RoutingModule],
+  imports: [RoutingModule, MetricsRegistryModule],
   controllers: [HealthController],
-  providers: [HealthService, HealthJobs, ModelDiscovery],
+  providers: [HealthService, HealthJobs, ModelDiscovery, HealthMetrics],
   exports: [HealthService, ModelDiscovery],
 })
 export class HealthModule {}

@@ -8,6 +8,8 @@ import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
 import { HealthService } from './health.service.js';
 import { FakeReplicaHealth } from './replica-health.fake.js';
+import { HealthMetrics } from './health.metrics.js';
+import { MetricsRegistry } from '../../common/metrics/metrics-registry.js';
 
 /**
  * HealthService against a fake replica /health, one `tick()` at a time: no poller and no sleeps,
@@ -29,7 +31,7 @@ async function setup(t: TestContext, health: Partial<HealthSettings>, initial: {
     },
   });
   const config = { health: settings, redisUrl: undefined } as unknown as RouterConfig;
-  const svc = new HealthService(config, registry, createAppLogger('info', 'json', sink));
+  const svc = new HealthService(config, registry, createAppLogger('info', 'json', sink), new HealthMetrics(new MetricsRegistry()));
   const transitions: boolean[] = [];
   svc.onTransition((_r, ready) => transitions.push(ready));
   const endpoint = createEndpoint({ scheme: 'http', host: '127.0.0.1', port: fake.port });

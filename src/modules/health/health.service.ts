@@ -7,6 +7,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { probe, TLS_ERROR_CODES, type ProbeResult } from './probe.js';
 import { engineQueue } from './engine-load.js';
+import { HealthMetrics } from './health.metrics.js';
 
 /** How many replicas are probed at once. */
 const PROBE_CONCURRENCY = 16;
@@ -23,13 +24,12 @@ export class HealthService {
   private readonly tlsLogged = new WeakSet<Replica>();
   /** Notified when a replica becomes ready or unready (fleet, metrics). */
   private readonly listeners: Array<(r: Replica, ready: boolean) => void> = [];
-  /** Notified of every active probe (metrics). */
-  private readonly probeListeners: Array<(r: Replica, res: ProbeResult) => void> = [];
 
   constructor(
     config: RouterConfig,
     private readonly registry: RegistryService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
+    private readonly metrics: HealthMetrics,
   ) {
     this.settings = config.health;
     this.engineLoad = config.redisUrl !== undefined;
@@ -40,10 +40,6 @@ export class HealthService {
 
   onTransition(l: (r: Replica, ready: boolean) => void): void {
     this.listeners.push(l);
-  }
-
-  onProbe(l: (r: Replica, res: ProbeResult) => void): void {
-    this.probeListeners.push(l);
   }
 
   /** One poll of every replica, spread over a tenth of the interval, bounded concurrency. */
@@ -68,7 +64,7 @@ export class HealthService {
       const res = await probe(r.endpoint, this.settings.path, this.settings.timeoutMs);
       if (!r.removed) this.record(r, res);
       if (res.ok && !r.removed && (r.engineMetrics !== undefined || this.engineLoad)) await this.sampleEngineLoad(r);
-      for (const l of this.probeListeners) l(r, res);
+      this.metrics.probed(r, res.ok, res.ms);
       return res;
     } finally {
       this.inFlight.delete(r);

@@ -4,8 +4,12 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { LifecycleService } from './lifecycle.service.js';
 
-/** A step run while the router shuts down (drain the fleet, write state), in registration order. */
+/** A step run while the router shuts down (answer the queue, drain the fleet and write state). */
 export type ShutdownStep = (deadline: number) => Promise<void>;
+
+/** The steps, in the order they run whichever module registers first. */
+const STEPS = ['admission queue', 'drain'] as const;
+export type ShutdownStepName = (typeof STEPS)[number];
 
 /**
  * Graceful shutdown (contract §6): readiness turns 503 and new data-plane requests get 503 with
@@ -14,7 +18,7 @@ export type ShutdownStep = (deadline: number) => Promise<void>;
  */
 @Injectable()
 export class ShutdownService {
-  private readonly steps: Array<{ name: string; run: ShutdownStep }> = [];
+  private readonly steps: Array<{ name: ShutdownStepName; run: ShutdownStep }> = [];
   private running: Promise<void> | undefined;
 
   constructor(
@@ -23,8 +27,11 @@ export class ShutdownService {
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
 
-  register(name: string, run: ShutdownStep): void {
+  /** Each step once; they run in the order of {@link STEPS}, not of registration. */
+  register(name: ShutdownStepName, run: ShutdownStep): void {
+    if (this.steps.some((s) => s.name === name)) throw new Error(`shutdown step ${name} is registered twice`);
     this.steps.push({ name, run });
+    this.steps.sort((a, b) => STEPS.indexOf(a.name) - STEPS.indexOf(b.name));
   }
 
   run(app: INestApplication): Promise<void> {

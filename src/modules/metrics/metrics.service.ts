@@ -3,7 +3,6 @@ import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 
 import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
 import { INTERNAL_ERROR_SOURCES, InternalErrors } from '../../common/errors/internal-errors.js';
 import { AffinityService } from '../affinity/affinity.service.js';
-import { HealthService } from '../health/health.service.js';
 import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -31,19 +30,14 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 export class MetricsService {
   readonly registry: Registry;
   private readonly requests: Counter<'route' | 'status' | 'replica' | 'decision' | 'reason' | 'model'>;
-  private readonly received: Counter;
   private readonly terminations: Counter<'cause'>;
   private readonly overhead: Histogram<'phase'>;
   private readonly ttft: Histogram;
-  private readonly gap: Histogram;
   private readonly duration: Histogram<'route'>;
-  private readonly healthChecks: Counter<'replica' | 'result'>;
-  private readonly healthLatency: Histogram<'replica'>;
 
   constructor(
     private readonly replicas: RegistryService,
     affinity: AffinityService,
-    health: HealthService,
     observer: ExchangeObserver,
     admission: AdmissionService,
     routing: RoutingService,
@@ -53,11 +47,6 @@ export class MetricsService {
     const reg = (this.registry = metrics.registry);
     const registry = replicas;
     collectDefaultMetrics({ register: reg });
-    this.received = new Counter({
-      name: `${P}requests_received_total`,
-      help: 'Data-plane requests received (every one ends with exactly one termination cause).',
-      registers: [reg],
-    });
     this.requests = new Counter({
       name: `${P}requests_total`,
       help: 'Data-plane requests by route, status, replica, routing decision and requested model.',
@@ -83,30 +72,11 @@ export class MetricsService {
       buckets: LATENCY_BUCKETS,
       registers: [reg],
     });
-    this.gap = new Histogram({
-      name: `${P}stream_chunk_gap_seconds`,
-      help: 'Streams: gap between consecutive chunks relayed to the client.',
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
-      registers: [reg],
-    });
     this.duration = new Histogram({
       name: `${P}request_duration_seconds`,
       help: 'Data-plane request duration, arrival to the end of the response.',
       labelNames: ['route'],
       buckets: LATENCY_BUCKETS,
-      registers: [reg],
-    });
-    this.healthChecks = new Counter({
-      name: `${P}health_checks_total`,
-      help: 'Active health probes by result.',
-      labelNames: ['replica', 'result'],
-      registers: [reg],
-    });
-    this.healthLatency = new Histogram({
-      name: `${P}health_check_duration_seconds`,
-      help: 'Active health probe latency.',
-      labelNames: ['replica'],
-      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5],
       registers: [reg],
     });
 
@@ -148,14 +118,6 @@ export class MetricsService {
         this.set(admission.depth);
       },
     });
-    const queueWait = new Histogram({
-      name: `${P}queue_wait_seconds`,
-      help: 'Time requests spent in the admission queue, by how they left it: dispatched|abandoned (client left)|timeout (--queue-timeout)|no_replica|shutdown.',
-      labelNames: ['outcome'],
-      buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers: [reg],
-    });
-    admission.onLeave((outcome, ms) => queueWait.observe({ outcome }, ms / 1000));
     new Gauge({
       name: `${P}replica_sessions`,
       help: 'Sessions pinned per replica.',
@@ -174,7 +136,7 @@ export class MetricsService {
         this.set(affinity.directory.liveCount(affinity.clock.now()));
       },
     });
-    registerPrefixMetrics(reg, P, affinity, routing);
+    registerPrefixMetrics(reg, P, affinity);
     registerSpeedMetrics(reg, P, registry, routing);
     registerReadMetrics(reg, P, registry);
     monotonic(
@@ -206,13 +168,7 @@ export class MetricsService {
 
     registerModelMetrics(reg, P, replicas);
 
-    observer.onArrival(() => this.received.inc());
     observer.subscribe((ex) => this.exchangeEnded(ex));
-    observer.onChunkGap((s) => this.gap.observe(s));
-    health.onProbe((r, res) => {
-      this.healthChecks.inc({ replica: r.name, result: res.ok ? 'ok' : 'fail' });
-      this.healthLatency.observe({ replica: r.name }, res.ms / 1000);
-    });
   }
 
   /**
@@ -229,7 +185,7 @@ export class MetricsService {
     const route = routeLabel(ex.req.url);
     const status = String(ex.status || (ex.cause === 'client_abort' ? 499 : 0));
     const replica = ex.replica?.name ?? 'none';
-    const model = modelLabel(ex.session?.model, this.replicas);
+    const model = modelLabel(ex.request?.model, this.replicas);
     const { kind: decision, reason, header } = ex.outcome;
     const key = `${route} ${status} ${replica} ${header} ${model}`;
     let series = this.requestSeries.get(key);

@@ -4,109 +4,65 @@ import type { Socket } from 'node:net';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { InternalErrors } from '../../common/errors/internal-errors.js';
-import { AffinityService } from '../affinity/affinity.service.js';
 import { HealthService } from '../health/health.service.js';
-import { LifecycleService } from '../lifecycle/lifecycle.service.js';
-import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { requestTo } from '../registry/replica-endpoint.js';
 import { RoutingService } from '../routing/routing.service.js';
-import { AdmissionService, type Routed } from '../routing/admission.service.js';
-import { ShutdownService } from '../lifecycle/shutdown.service.js';
+import { AdmissionService, type Refusal, type Routed } from '../routing/admission.service.js';
+import type { RouteRequest } from '../routing/route-request.js';
 import { outcomeOf, switched } from '../routing/routing.policy.js';
-import { resolveSession, takeBody } from './body-intake.js';
-import { hasDotSegment, refuseRequestLine, refusedMethod } from './request-line.js';
-import { BodyBudget } from './body-budget.service.js';
 import { Exchange } from './exchange.js';
 import { ExchangeObserver } from './exchange.observer.js';
-import { relayModels } from './models.handler.js';
-import { noReplicaMessage, refuseUnknownModel } from './model-routing.js';
-import { answerInternalError, cutExchange, failExchange, queuedExchange } from './exchange-end.js';
-import { relayBody } from './relay.js';
-import { responseHeaders, upstreamHeaders } from './forward-headers.js';
+import { RequestIntake } from './request-intake.service.js';
+import { noReplicaMessage } from './router-error.js';
+import { relayBody, responseHeaders, upstreamHeaders } from './upstream.js';
 import { WarmCopies } from './warm-copy.service.js';
-import { occupy, vacate } from './in-flight.js';
-
-/** Without a shared store: nothing to publish, no other router's choice. */
-const NO_SYNC: { publish: boolean; holder?: string } = { publish: false };
 
 /**
  * The data plane (contract §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
- * (see app.factory.ts and docs/design.md §3): buffers the body (own cap), resolves the
- * session, asks the routing policy for a replica, then forwards the exact bytes with one
- * `http.request` on the replica's keep-alive agent and relays the answer chunk by chunk.
- * The only code that forwards client traffic to replicas (health probes and the `/v1/models`
- * fetch open their own connections on the endpoint's probe agent).
+ * (see app.factory.ts and docs/design.md §3): the intake reads the request as far as its routing
+ * keys, the routing policy picks a replica, then the exact bytes go out with one `http.request` on
+ * the replica's keep-alive agent and the answer is relayed chunk by chunk.
+ * The only code that forwards client traffic to replicas (health probes and model discovery open
+ * their own connections on the endpoint's probe agent).
  */
 @Injectable()
 export class DataPlaneService {
   constructor(
     private readonly config: RouterConfig,
-    private readonly registry: RegistryService,
+    private readonly intake: RequestIntake,
     private readonly routing: RoutingService,
-    private readonly affinity: AffinityService,
-    private readonly health: HealthService,
-    private readonly lifecycle: LifecycleService,
-    private readonly observer: ExchangeObserver,
     private readonly admission: AdmissionService,
-    private readonly bodies: BodyBudget,
-    shutdown: ShutdownService,
-    private readonly internalErrors: InternalErrors,
+    private readonly health: HealthService,
+    private readonly observer: ExchangeObserver,
     private readonly warm: WarmCopies,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
     // A replica that turns ready may take queued requests; one that turns unready may leave them
     // nowhere to go (answered at once rather than at the queue timeout).
     health.onTransition(() => this.admission.pump());
-    // Registered before the fleet's drain step: queued requests are answered as shutdown begins.
-    shutdown.register('admission queue', () => Promise.resolve(this.admission.refuseAll()));
   }
 
   /**
    * The HTTP server's entry for every `/v1/` request. It never throws and leaves no promise
-   * floating: a throw anywhere in handle() is a router bug, answered by answerInternalError() while the
-   * server goes on serving the next request.
+   * floating: a throw anywhere in handle() is a router bug, answered as one (ExchangeObserver.internalError)
+   * while the server goes on serving the next request.
    */
   serve(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(req, res);
-    this.handle(ex).catch((err: unknown) => answerInternalError(ex, err, this.internalErrors, this.log));
+    this.handle(ex).catch((err: unknown) => this.observer.internalError(ex, err));
   }
 
   /** One `/v1/` request, from arrival to the end of the response. */
   private async handle(ex: Exchange): Promise<void> {
-    const { req, res } = ex;
     this.observer.arrived();
     ex.onAbort = (reason) => this.aborted(ex, reason);
-    res.once('close', () => this.closed(ex));
-    if (this.lifecycle.stopping) {
-      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
-      res.setHeader('connection', 'close');
-      return failExchange(ex, 'shutting_down', 'rejected');
-    }
-    const url = req.url ?? '/';
-    if (refusedMethod(req.method) || hasDotSegment(url)) {
-      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
-      return refuseRequestLine(ex, url);
-    }
-    if (req.method === 'GET' && (url === '/v1/models' || url.startsWith('/v1/models?'))) {
-      ex.session = this.affinity.resolve(req.headers[this.affinity.headerName], undefined);
-      return relayModels(ex, this.registry.list);
-    }
-    const resolve = (body?: Buffer) => this.affinity.resolve(req.headers[this.affinity.headerName], body);
-    const received = await takeBody(ex, this.bodies, this.config.maxBodyBytes, resolve);
-    if (received === undefined) return;
-    const read = await resolveSession(ex, received, this.config.maxBodyBytes, resolve);
-    if (read === undefined || refuseUnknownModel(ex, this.registry)) return;
-    const { session } = read;
-    // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
-    const { publish, holder } = this.routing.shared.enabled ? await this.routing.syncRequest(session) : NO_SYNC;
-    if (ex.closed) return;
-    // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
-    const body = session.source === 'minted' ? undefined : read.body;
-    const d = this.routing.route(session.id, publish, session.prefix, { body, holder, model: session.model });
-    if (d.kind === 'wait') return this.wait(ex, session.id, publish);
-    if (d.kind === 'none') return failExchange(ex, 'no_replica_available', 'no_replica', noReplicaMessage(session.model));
+    ex.res.once('close', () => this.closed(ex));
+    const request = await this.intake.routeRequest(ex);
+    if (request === undefined) return;
+    const d = this.routing.route(request);
+    if (d.kind === 'wait') return this.wait(ex, request);
+    if (d.kind === 'none') return ex.fail('no_replica_available', 'no_replica', noReplicaMessage(request.model));
     this.send(ex, d);
   }
 
@@ -118,15 +74,23 @@ export class DataPlaneService {
   }
 
   /** Every candidate is at its max_inflight: wait in the admission queue (contract §3), or 503 at once. */
-  private wait(ex: Exchange, sessionId: string, publish: boolean): void {
-    const waiter = queuedExchange(ex, sessionId, publish, (d) => this.send(ex, d), this.admission.timeoutSeconds);
+  private wait(ex: Exchange, request: RouteRequest): void {
+    const timeoutSeconds = this.admission.timeoutSeconds;
+    const waiter = {
+      request,
+      admit: (d: Routed) => this.send(ex, d),
+      refuse: (why: Refusal) => {
+        if (why === 'no_replica') return ex.fail('no_replica_available', 'no_replica', noReplicaMessage(request.model));
+        if (why === 'shutdown') {
+          ex.res.setHeader('connection', 'close');
+          return ex.fail('shutting_down', 'rejected');
+        }
+        ex.fail('overloaded', 'rejected', `no replica had room within the router's queue timeout (${timeoutSeconds} s)`);
+      },
+    };
     if (!this.admission.enqueue(waiter)) {
-      return failExchange(
-        ex,
-        'overloaded',
-        'rejected',
-        `every replica is at its max_inflight and the router's queue is full (${this.config.queueMax} requests)`,
-      );
+      const full = `every replica is at its max_inflight and the router's queue is full (${this.config.queueMax} requests)`;
+      return ex.fail('overloaded', 'rejected', full);
     }
     ex.waiter = waiter;
   }
@@ -135,11 +99,9 @@ export class DataPlaneService {
     // The client may have gone while the body or the shared store was awaited: nothing to send,
     // and counting it now would never be undone (the close handler already ran).
     if (ex.closed) return;
-    ex.replica = r;
     ex.attempts++;
     ex.connected = false;
-    occupy(r, ex);
-    ex.counted = true;
+    ex.occupy(r);
     const ep = r.endpoint;
     const body = ex.body!;
     const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers: upstreamHeaders(ex, ep.hostHeader), agent: ep.agent });
@@ -225,7 +187,7 @@ export class DataPlaneService {
     if ((refused || staleReuse) && ex.attempts < 2) {
       this.release(ex);
       signal();
-      const next = this.routing.reroute(ex.session!.id, r, ex.session!.model) ?? (staleReuse && r.routable ? r : undefined);
+      const next = this.routing.reroute(ex.request!, r) ?? (staleReuse && r.routable ? r : undefined);
       if (next !== undefined) {
         this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
         ex.proxyReq = undefined;
@@ -236,10 +198,10 @@ export class DataPlaneService {
     } else if (refused) {
       signal();
     }
-    if (refused || staleReuse) return failExchange(ex, 'replica_unreachable', 'upstream_error', `replica ${r.name} is unreachable: ${err.message}`);
+    if (refused || staleReuse) return ex.fail('replica_unreachable', 'upstream_error', `replica ${r.name} is unreachable: ${err.message}`);
     if (!ex.res.headersSent) {
       this.health.upstreamFailed(r, err.message);
-      return failExchange(ex, 'replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
+      return ex.fail('replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
     }
     this.broken(ex, 'replica_disconnected', err.message);
   }
@@ -251,8 +213,8 @@ export class DataPlaneService {
     const msg = which === 'request' ? `no complete answer within ${ms} ms` : `no data from the replica for ${ms} ms`;
     ex.end('upstream_timeout', msg);
     ex.proxyReq?.destroy();
-    if (!ex.res.headersSent) return failExchange(ex, 'replica_timeout', 'upstream_timeout', `replica ${ex.replica?.name} timed out: ${msg}`);
-    cutExchange(ex, 'replica_timeout', msg);
+    if (!ex.res.headersSent) return ex.fail('replica_timeout', 'upstream_timeout', `replica ${ex.replica?.name} timed out: ${msg}`);
+    ex.cut('replica_timeout', msg);
   }
 
   /** The fleet cut the exchange (drain timeout): same client view as a replica that went away. */
@@ -260,8 +222,8 @@ export class DataPlaneService {
     if (ex.cause !== undefined || ex.res.destroyed) return;
     ex.end('upstream_error', reason);
     ex.proxyReq?.destroy();
-    if (!ex.res.headersSent) return failExchange(ex, 'replica_disconnected', 'upstream_error', reason);
-    cutExchange(ex, 'replica_disconnected', reason);
+    if (!ex.res.headersSent) return ex.fail('replica_disconnected', 'upstream_error', reason);
+    ex.cut('replica_disconnected', reason);
   }
 
   /** The upstream broke after the response started. */
@@ -269,7 +231,7 @@ export class DataPlaneService {
     if (ex.cause !== undefined || ex.res.destroyed) return;
     ex.end('upstream_error', message);
     if (ex.replica) this.health.upstreamFailed(ex.replica, message);
-    cutExchange(ex, code, message);
+    ex.cut(code, message);
   }
 
   /** The client side is closed (finished or gone): settle everything exactly once. */
@@ -290,10 +252,6 @@ export class DataPlaneService {
   }
 
   private release(ex: Exchange): void {
-    if (ex.counted && ex.replica) {
-      vacate(ex.replica, ex);
-      ex.counted = false;
-      this.admission.pump();
-    }
+    if (ex.vacate()) this.admission.pump();
   }
 }

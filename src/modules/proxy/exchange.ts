@@ -1,19 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { CLIENT_ID } from '../../common/client-id.js';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
-import type { Replica } from '../registry/replica.js';
+import { CLIENT_ID } from '../../common/client-id.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
+import type { Replica } from '../registry/replica.js';
 import type { Waiter } from '../routing/admission.service.js';
+import type { RouteRequest } from '../routing/route-request.js';
 import { NO_ROUTE, type RouteOutcome } from '../routing/routing.policy.js';
+import { errorBody, ROUTER_ERRORS, streamErrorEvent, type RouterErrorCode } from './router-error.js';
 
 /** How an exchange ended; exactly one per request (contract §9). */
 export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected' | 'internal_error';
 
-/** Everything the data plane knows about one request, from arrival to the end of the response. */
+/**
+ * Everything the data plane knows about one request, from arrival to the end of the response. The
+ * proxy module alone holds exchanges; the request log, metrics and speed feed read finished ones
+ * (ExchangeObserver). Its ending is one of three methods: {@link fail} (a router error, or a
+ * cut connection once the response started), {@link cut} (a started response that must never
+ * look complete), {@link end} (the cause alone, when the response is already settled).
+ */
 export class Exchange {
   readonly id: string;
   readonly arrivedAt = performance.now();
+  /** The session as resolved from the header (and body): the response headers and the log. */
   session: ResolvedSession | undefined;
+  /** What routing keys on, extracted once (RequestIntake); undefined for requests answered before routing. */
+  request: RouteRequest | undefined;
   /** The routing decision, typed (the X-Router-Affinity header, the log's `decision`, the metrics' labels). */
   outcome: RouteOutcome = NO_ROUTE;
   /** Warm hand-off: the replica this new conversation lives on, when another one answers its first turn. */
@@ -22,8 +33,8 @@ export class Exchange {
   replica: Replica | undefined;
   /** The client side is closed (finished or gone); set once by the proxy's close handler. */
   closed = false;
-  /** Whether `replica.outstanding` currently counts this exchange. */
-  counted = false;
+  /** Whether the current replica's in-flight count holds this exchange ({@link occupy}). */
+  private counted = false;
   attempts = 0;
   proxyReq: ClientRequest | undefined;
   proxyRes: IncomingMessage | undefined;
@@ -58,15 +69,68 @@ export class Exchange {
     this.id = typeof incoming === 'string' && CLIENT_ID.test(incoming) ? incoming : randomUUID();
   }
 
+  /** The fleet cuts this exchange (a drain that timed out). */
   abort(reason: string): void {
     this.onAbort?.(reason);
   }
 
+  /** Record how the exchange ended; the first cause wins. */
   end(cause: TerminationCause, detail?: string): void {
     if (this.cause === undefined) {
       this.cause = cause;
       if (detail !== undefined) this.detail = detail;
     }
+  }
+
+  /**
+   * Answer with a router error in the OpenAI shape (a 503 with `Retry-After: 1`) and record the
+   * cause; a response that already started is closed abruptly instead.
+   */
+  fail(code: RouterErrorCode, cause: TerminationCause, message?: string): void {
+    this.clearTimer();
+    this.end(cause, message);
+    const res = this.res;
+    if (res.headersSent) return void res.destroy();
+    if (!res.destroyed) {
+      const body = errorBody(code, message);
+      const e = ROUTER_ERRORS[code];
+      res.statusCode = e.status;
+      for (const [k, v] of Object.entries(this.routerHeaders())) res.setHeader(k, v);
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('content-length', Buffer.byteLength(body));
+      if (e.status === 503) res.setHeader('retry-after', '1');
+      res.end(body);
+    }
+    this.status = res.statusCode;
+  }
+
+  /**
+   * End a response that already started so that it never looks complete: a stream gets one final
+   * error event and no [DONE]; any other body is closed abruptly.
+   */
+  cut(code: 'replica_disconnected' | 'replica_timeout', message: string): void {
+    this.clearTimer();
+    if (this.stream && !this.res.writableEnded) {
+      const sep = this.tail.endsWith('\n\n') || this.bytesOut === 0 ? '' : '\n\n';
+      this.res.end(sep + streamErrorEvent(code, message));
+    } else {
+      this.res.destroy();
+    }
+  }
+
+  /** Send to `r`: it counts in `r`'s load and `max_inflight`, and a drain of `r` waits for it or cuts it. */
+  occupy(r: Replica): void {
+    this.replica = r;
+    r.occupy(this);
+    this.counted = true;
+  }
+
+  /** The exchange left its replica (retry elsewhere, or the end): true when it was counted there, once per {@link occupy}. */
+  vacate(): boolean {
+    if (!this.counted || this.replica === undefined) return false;
+    this.replica.vacate(this);
+    this.counted = false;
+    return true;
   }
 
   /** Headers every response carries, errors included (contract §3). */

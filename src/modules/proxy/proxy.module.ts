@@ -4,9 +4,10 @@ import { RoutingModule } from '../routing/routing.module.js';
 import { DataPlaneService } from './data-plane.service.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { SpeedFeed } from './speed-feed.service.js';
-import { BodyBudget } from './body-budget.service.js';
+import { BodyReader } from './body-reader.service.js';
+import { RequestIntake } from './request-intake.service.js';
 import { WarmCopies } from './warm-copy.service.js';
-import { WarmMetrics } from './warm.metrics.js';
+import { ProxyMetrics } from './proxy.metrics.js';
 import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js';
 
 /**
@@ -16,7 +17,7 @@ import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js'
  */
 @Module({
   imports: [RoutingModule, HealthModule, MetricsRegistryModule],
-  providers: [DataPlaneService, ExchangeObserver, SpeedFeed, BodyBudget, WarmCopies, WarmMetrics],
+  providers: [DataPlaneService, RequestIntake, ExchangeObserver, SpeedFeed, BodyReader, WarmCopies, ProxyMetrics],
   exports: [DataPlaneService, ExchangeObserver, WarmCopies],
 })
 export class ProxyModule {}

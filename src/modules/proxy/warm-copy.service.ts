@@ -8,14 +8,8 @@ import { requestTo } from '../registry/replica-endpoint.js';
 import { AdmissionService } from '../routing/admission.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import type { Exchange } from './exchange.js';
-import { upstreamHeaders } from './forward-headers.js';
-import { occupy, vacate } from './in-flight.js';
-
-/** How a warm copy ended: `ok` (a 2xx answered in full) or `failed`. */
-export interface WarmCopyEnd {
-  readonly home: Replica;
-  readonly ok: boolean;
-}
+import { upstreamHeaders } from './upstream.js';
+import { ProxyMetrics } from './proxy.metrics.js';
 
 /** The header that marks a warm copy to the replica (the simulator keeps its cache totals apart). */
 export const WARM_HEADER = 'x-router-warm';
@@ -44,7 +38,7 @@ export function warmBody(body: Buffer): Buffer | undefined {
 }
 
 /**
- * Sends warm hand-off copies (routing/warm-handoff.ts): while `served` answers a new conversation's
+ * Sends warm hand-off copies (routing.policy.ts, warmHome): while `served` answers a new conversation's
  * first turn, the same prompt goes to its `home`, where its later turns will find it cached. A copy
  * counts in the home's in-flight load (it is work there, and a drain waits for it or cuts it) but in
  * no client metric; its answer is read and dropped. If it fails, the conversation is pinned back
@@ -52,22 +46,16 @@ export function warmBody(body: Buffer): Buffer | undefined {
  */
 @Injectable()
 export class WarmCopies {
-  private readonly listeners: Array<(end: WarmCopyEnd) => void> = [];
-
   constructor(
     private readonly config: RouterConfig,
     private readonly routing: RoutingService,
     private readonly admission: AdmissionService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
+    private readonly metrics: ProxyMetrics,
   ) {}
 
-  /** Every copy, once, when it ends. */
-  onEnd(l: (end: WarmCopyEnd) => void): void {
-    this.listeners.push(l);
-  }
-
   send(ex: Exchange, served: Replica, home: Replica): void {
-    const sessionId = ex.session!.id;
+    const request = ex.request!;
     ex.home = home.name;
     const body = warmBody(ex.body!);
     let settled = false;
@@ -76,19 +64,19 @@ export class WarmCopies {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      vacate(home, copy);
+      home.vacate(copy);
       this.admission.pump();
       if (failure !== undefined) {
-        this.routing.warmFailed(sessionId, home, served, ex.session!.prefix);
+        this.routing.warmFailed(request, home, served);
         this.log.warn(
           { event: 'warm_copy_failed', reqId: ex.id, replica: home.name, served: served.name, err: failure },
           `warm copy to ${home.name} failed: ${failure}`,
         );
       }
-      for (const l of this.listeners) l({ home, ok: failure === undefined });
+      this.metrics.warmCopyEnded(home, failure === undefined);
     };
     const copy = { abort: (reason: string) => req?.destroy(new Error(reason)) };
-    occupy(home, copy);
+    home.occupy(copy);
     const timer = setTimeout(() => req?.destroy(new Error(`no answer within ${this.config.requestTimeoutMs} ms`)), this.config.requestTimeoutMs);
     if (body === undefined) return end('the request body is not a JSON object');
     const ep = home.endpoint;

@@ -47,13 +47,12 @@ export interface Abortable {
  * each has one writing module (docs/design.md, "Who writes what"; test/structure/ownership.test.ts
  * checks it): the registry (`index`, `removed`), health (`ready`, `everReady`, `failures`,
  * `successes`, `lastHealth`, `foreignLoad`), the fleet (`draining`, `stopping`, `failed`,
- * `placement.pid`), the proxy (`outstanding`, `inflight`), routing (`routed`, `slowness`,
+ * `placement.pid`), the proxy (what is in flight, through `occupy()` and `vacate()`), routing (`routed`, `slowness`,
  * `requestSeconds`, `batch`) and the session
  * directory (`pins`, `pinEpoch`).
  */
 export class Replica {
   index = -1;
-  outstanding = 0;
   routed = 0;
   pins = 0;
   pinEpoch = 0;
@@ -100,8 +99,8 @@ export class Replica {
   modelsUnknownTooLong = false;
   /** The config declared `models`: discovery leaves them alone. */
   readonly modelsDeclared: boolean;
-  /** Exchanges currently on this replica (kept by the proxy). */
-  readonly inflight = new Set<Abortable>();
+  /** Exchanges and warm copies currently on this replica (the proxy's, through occupy/vacate). */
+  private readonly onIt = new Set<Abortable>();
   private idleWaiters: Array<() => void> = [];
 
   /** Admission cap (`max_inflight`, contract §3): requests beyond it wait in the router's queue. */
@@ -171,9 +170,25 @@ export class Replica {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** The proxy's call after a request on it ended: wakes `whenIdle()` waiters once the count is 0. */
-  requestEnded(): void {
-    if (this.outstanding !== 0 || this.idleWaiters.length === 0) return;
+  /** This router's requests (and warm copies) in flight on it. */
+  get outstanding(): number {
+    return this.onIt.size;
+  }
+
+  /** What is in flight on it, for a drain that times out to cut. */
+  get inflight(): ReadonlySet<Abortable> {
+    return this.onIt;
+  }
+
+  /** The proxy sends `x` here: counted in its load and `max_inflight` until {@link vacate}. */
+  occupy(x: Abortable): void {
+    this.onIt.add(x);
+  }
+
+  /** `x` left, once per {@link occupy}: wakes `whenIdle()` waiters once nothing is in flight. */
+  vacate(x: Abortable): void {
+    this.onIt.delete(x);
+    if (this.onIt.size !== 0 || this.idleWaiters.length === 0) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();

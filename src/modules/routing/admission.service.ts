@@ -4,7 +4,9 @@ import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import { RoutingService } from './routing.service.js';
 import type { Decision } from './routing.policy.js';
-import type { PromptChain } from '../affinity/prefix-hash.js';
+import { ShutdownService } from '../lifecycle/shutdown.service.js';
+import type { RouteRequest } from './route-request.js';
+import { RoutingMetrics } from './routing.metrics.js';
 
 /** A decision that names a replica. */
 export type Routed = Exclude<Decision<Replica>, { kind: 'none' } | { kind: 'wait' }>;
@@ -17,13 +19,8 @@ export type QueueOutcome = 'dispatched' | 'abandoned' | Refusal;
 
 /** A request waiting for a replica with room: the data plane's side of it. */
 export interface Waiter {
-  readonly sessionId: string;
-  /** Publish the decision to the shared store even when it retains the pin (RoutingService.route). */
-  readonly publish: boolean;
-  /** A session-less request's prompt chain (prefix affinity), routed by it when it leaves the queue. */
-  readonly prefix?: PromptChain;
-  /** The body's `model` (contract §4.3): only replicas serving it are candidates when it leaves the queue. */
-  readonly model?: string;
+  /** Routed again each time a place may have freed, without its first-turn body or another router's choice. */
+  readonly request: RouteRequest;
   /** A replica has room: dispatch there (the decision is applied: pinned, counted). */
   admit(d: Routed): void;
   /** Leave the queue unanswered by a replica: the data plane answers the client. */
@@ -32,6 +29,7 @@ export interface Waiter {
 
 interface Waiting {
   readonly waiter: Waiter;
+  readonly request: RouteRequest;
   readonly since: number;
   readonly timer: NodeJS.Timeout;
 }
@@ -55,18 +53,21 @@ export class AdmissionService implements OnApplicationShutdown {
   private readonly timeoutMs: number;
   private readonly max: number;
   private pumping = false;
-  private readonly leaveListeners: Array<(outcome: QueueOutcome, waitedMs: number) => void> = [];
 
   constructor(
     config: RouterConfig,
     private readonly routing: RoutingService,
     registry: RegistryService,
+    shutdown: ShutdownService,
+    private readonly metrics: RoutingMetrics,
   ) {
     this.timeoutMs = config.queueTimeoutMs;
     this.max = config.queueMax;
     // Fewer routable replicas may leave queued requests with nowhere to go: answer them now.
     registry.onRemoved(() => this.pump());
     routing.onRelease(() => this.pump());
+    // Queued requests are answered as shutdown begins, before the fleet drains.
+    shutdown.register('admission queue', () => Promise.resolve(this.refuseAll()));
   }
 
   /** Requests waiting now. */
@@ -78,16 +79,11 @@ export class AdmissionService implements OnApplicationShutdown {
     return Math.ceil(this.timeoutMs / 1000);
   }
 
-  /** Every request leaving the queue, with how long it waited (metrics). */
-  onLeave(l: (outcome: QueueOutcome, waitedMs: number) => void): void {
-    this.leaveListeners.push(l);
-  }
-
   /** Queue a request whose candidates are all full; false when the queue is full (503 at once). */
   enqueue(w: Waiter): boolean {
     if (this.queue.size >= this.max) return false;
     const timer = setTimeout(() => this.refuse(w, 'timeout'), this.timeoutMs);
-    this.queue.set(w, { waiter: w, since: performance.now(), timer });
+    this.queue.set(w, { waiter: w, request: queuedRequest(w.request), since: performance.now(), timer });
     return true;
   }
 
@@ -103,7 +99,7 @@ export class AdmissionService implements OnApplicationShutdown {
     this.pumping = true;
     try {
       for (const q of this.queue.values()) {
-        const d = this.routing.route(q.waiter.sessionId, q.waiter.publish, q.waiter.prefix, { model: q.waiter.model });
+        const d = this.routing.route(q.request);
         if (d.kind === 'wait') return;
         this.take(q.waiter);
         if (d.kind === 'none') {
@@ -144,7 +140,14 @@ export class AdmissionService implements OnApplicationShutdown {
   }
 
   private left(outcome: QueueOutcome, q: Waiting): void {
-    const waited = performance.now() - q.since;
-    for (const l of this.leaveListeners) l(outcome, waited);
+    this.metrics.queueLeft(outcome, performance.now() - q.since);
   }
+}
+
+/** The request as the admission queue routes it when a place frees: no first-turn body, no other router's choice. */
+function queuedRequest(r: RouteRequest): RouteRequest {
+  const q: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = { sessionId: r.sessionId, publish: r.publish };
+  if (r.prefix !== undefined) q.prefix = r.prefix;
+  if (r.model !== undefined) q.model = r.model;
+  return q;
 }

@@ -3,24 +3,14 @@ import { RouterConfig } from '../../config/router-config.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { SharedSessions } from '../affinity/shared-sessions.service.js';
 import type { PinLookup } from '../affinity/session-directory.js';
-import { bodyPromptChain, type PromptChain } from '../affinity/prefix-hash.js';
-import type { ResolvedSession } from '../affinity/session-id.js';
+import { bodyPromptChain } from '../affinity/prefix-hash.js';
+import type { RequestKeys } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
-import { preferCached } from './first-turn.js';
-import { decide, leastOutstanding, livesOn, type Candidates, type Decision, type PinState } from './routing.policy.js';
+import { decide, leastOutstanding, livesOn, preferCached, warmHome, type Candidates, type Decision, type PinState } from './routing.policy.js';
 import { ReplicaSpeeds } from './replica-speeds.js';
-import { warmHome } from './warm-handoff.js';
-
-/** What a request brings beyond its session id and prompt chain. */
-export interface RouteHints {
-  /** The buffered body: parsed for a prompt only when a session with an id has no pin yet (its first turn). */
-  readonly body?: Buffer;
-  /** A session-less request's conversation as the shared store knows it: the replica name another router last chose. */
-  readonly holder?: string;
-  /** The body's `model` (contract §4.3): only replicas serving it are candidates. */
-  readonly model?: string;
-}
+import type { RouteRequest } from './route-request.js';
+import { RoutingMetrics } from './routing.metrics.js';
 
 /**
  * Applies the pure policy to the live table and the session directory: looks the pin up, decides,
@@ -42,7 +32,6 @@ export class RoutingService {
   private rejectedCount = 0;
   private affinityHitCount = 0;
   private readonly releaseListeners: Array<(r: Replica) => void> = [];
-  private readonly prefixListeners: Array<(blocks: number) => void> = [];
   /** Speed-aware load (contract §4.2) of the affinity policy; undefined with `routing.speed_aware` off. */
   readonly speeds: ReplicaSpeeds | undefined;
 
@@ -51,6 +40,7 @@ export class RoutingService {
     private readonly registry: RegistryService,
     private readonly affinity: AffinityService,
     readonly shared: SharedSessions,
+    private readonly metrics: RoutingMetrics,
   ) {
     this.slack = config.routing.affinitySlack;
     this.policy = config.routing.policy;
@@ -98,47 +88,44 @@ export class RoutingService {
    * request asks it instead for its conversation (first-turn chain hash → replica), so turns that
    * alternate between routers stay on one replica (issue 15 item 4, docs/scale-out.md).
    */
-  async syncRequest(session: ResolvedSession): Promise<{ publish: boolean; holder?: string }> {
-    if (!this.shared.enabled) return { publish: false };
-    if (session.source !== 'minted') return { publish: await this.syncShared(session.id) };
-    if (session.prefix === undefined) return { publish: true };
-    return { publish: true, holder: await this.shared.fetchPrefix(session.prefix) };
+  async syncRequest(keys: RequestKeys): Promise<{ publish: boolean; holder?: string }> {
+    if (!this.shared.enabled) return NO_SYNC;
+    if (keys.session.source !== 'minted') return { publish: await this.syncShared(keys.session.id) };
+    if (keys.prefix === undefined) return { publish: true };
+    return { publish: true, holder: await this.shared.fetchPrefix(keys.prefix) };
   }
 
-  /**
-   * `prefix`: the prompt's block-hash chain of a session-less request (contract §4.1); `hints.model`:
-   * the body's `model`, when only the replicas serving it are candidates (contract §4.3).
-   */
-  route(sessionId: string, publish = false, prefix?: PromptChain, hints?: RouteHints): Decision<Replica> {
-    const d = this.decideAndApply(sessionId, prefix, hints);
+  /** Decide where `req` goes and apply it: pinned, counted, and with a shared store, published. */
+  route(req: RouteRequest): Decision<Replica> {
+    const d = this.decideAndApply(req);
     if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait') {
       const lives = livesOn(d);
-      if (publish || d.kind !== 'retain') {
-        this.shared.publish(sessionId, lives.name);
-        this.affinity.directory.markSynced(sessionId, this.affinity.clock.now());
+      if (req.publish || d.kind !== 'retain') {
+        this.shared.publish(req.sessionId, lives.name);
+        this.affinity.directory.markSynced(req.sessionId, this.affinity.clock.now());
       }
-      if (prefix !== undefined && hints?.holder !== lives.name) this.shared.publishPrefix(prefix, lives.name);
+      if (req.prefix !== undefined && req.holder !== lives.name) this.shared.publishPrefix(req.prefix, lives.name);
     }
     return d;
   }
 
-  private decideAndApply(sessionId: string, prefix: PromptChain | undefined, hints: RouteHints | undefined): Decision<Replica> {
+  private decideAndApply(req: RouteRequest): Decision<Replica> {
     const now = this.affinity.clock.now();
-    const model = hints?.model;
+    const { sessionId, prefix, model } = req;
     if (this.policy !== 'affinity') return this.baseline(sessionId, now, model);
     // A live pin is marked used here; a decision to retain it then needs no second write.
     const found = this.affinity.directory.touch(sessionId, now);
     const index = this.affinity.prefixes;
     let chain = prefix;
-    if (chain === undefined && found.status === 'none' && index !== undefined && hints?.body !== undefined) {
+    if (chain === undefined && found.status === 'none' && index !== undefined && req.body !== undefined) {
       // The first turn of a session with an id (no pin yet, so nothing else decides): read its prompt now.
-      const c = bodyPromptChain(hints.body);
+      const c = bodyPromptChain(req.body);
       if (c.blocks.length > 0) chain = c;
     }
     const match = found.status === 'none' && chain !== undefined ? index?.match(chain.blocks) : undefined;
     // Session-less: the replica another router last chose for this conversation, else a local match
     // covering the first turn. Shorter (a shared system prompt alone) is no conversation: `initialize`.
-    const held = prefix === undefined ? undefined : this.holder(hints?.holder);
+    const held = prefix === undefined ? undefined : this.holder(req.holder);
     const useful = prefix !== undefined && match !== undefined && match.blocks >= prefix.minMatch;
     const pinned = held ?? (useful ? match.target : undefined);
     const pin: PinState<Replica> = pinned !== undefined ? { status: 'prefix', replica: pinned } : toPinState(found);
@@ -149,12 +136,12 @@ export class RoutingService {
       return d;
     }
     if (d.kind === 'wait') return d;
-    // A new conversation goes where a long part of its prompt is cached, within the load rule (first-turn.ts).
+    // A new conversation goes where a long part of its prompt is cached, within the load rule (routing.policy.ts, preferCached).
     // ... among the replicas serving the request's model.
     const cached = match !== undefined && (model === undefined || match.target.serves(model)) ? match : undefined;
     if (d.kind === 'initialize' && pin.status === 'none') {
       const served = preferCached(d.replica, cached, this.slack);
-      // A conversation drawn to a cached prefix lives there; otherwise maybe on a slower replica (warm-handoff.ts).
+      // A conversation drawn to a cached prefix lives there; otherwise maybe on a slower replica (routing.policy.ts, warmHome).
       const home = this.warmHandoff && served === d.replica ? warmHome(this.registry.list, this.cursor(model), served, servesModel(model)) : undefined;
       d = home === undefined ? { kind: 'initialize', replica: served } : { kind: 'initialize', replica: served, home };
     }
@@ -162,7 +149,7 @@ export class RoutingService {
       // Once per routed request (a queued one is counted when it leaves the queue); a hand-off's blocks are its home's.
       index.record(chain.blocks, livesOn(d));
       // The match histogram counts session-less requests; a session's first turn only records.
-      if (prefix !== undefined) for (const l of this.prefixListeners) l(match?.blocks ?? 0);
+      if (prefix !== undefined) this.metrics.prefixMatched(match?.blocks ?? 0);
     }
     if (d.kind === 'retain') {
       d.replica.routed++;
@@ -178,7 +165,8 @@ export class RoutingService {
   }
 
   /** A warm hand-off copy failed: re-pins the session (and a session-less prompt chain) from `home` to `served`, which has it cached. */
-  warmFailed(sessionId: string, home: Replica, served: Replica, prefix?: PromptChain): void {
+  warmFailed(req: RouteRequest, home: Replica, served: Replica): void {
+    const { sessionId, prefix } = req;
     const now = this.affinity.clock.now();
     const l = this.affinity.directory.lookup(sessionId, now);
     if (l.status !== 'live' || l.target !== home || served.removed) return;
@@ -218,12 +206,12 @@ export class RoutingService {
     return { kind: 'initialize', replica: r };
   }
 
-  /** After a connect failure on `failed`: the least-loaded other routable replica (serving `model`), pinned. */
-  reroute(sessionId: string, failed: Replica, model?: string): Replica | undefined {
-    const r = leastOutstanding(this.registry.list, this.cursor(model), failed, servesModel(model));
+  /** After a connect failure on `failed`: the least-loaded other routable replica (serving the request's model), pinned. */
+  reroute(req: RouteRequest, failed: Replica): Replica | undefined {
+    const r = leastOutstanding(this.registry.list, this.cursor(req.model), failed, servesModel(req.model));
     if (r !== undefined) {
-      this.apply(sessionId, r, this.affinity.clock.now(), model);
-      this.shared.publish(sessionId, r.name);
+      this.apply(req.sessionId, r, this.affinity.clock.now(), req.model);
+      this.shared.publish(req.sessionId, r.name);
     }
     return r;
   }
@@ -254,11 +242,6 @@ export class RoutingService {
     this.releaseListeners.push(l);
   }
 
-  /** Every routed session-less request with a prompt: how many blocks of it the index matched (0: none). */
-  onPrefixRouted(l: (blocks: number) => void): void {
-    this.prefixListeners.push(l);
-  }
-
   /** A new or moved pin (to `home`, by default `r`): pinned, `r` counted, and the tiebreak cursor moves past `r`. */
   private apply(sessionId: string, r: Replica, now: number, model?: string, home = r): void {
     this.affinity.directory.pin(sessionId, home, now);
@@ -277,6 +260,9 @@ export class RoutingService {
     return model === undefined ? this.counter : (this.modelCounters.get(model) ?? this.counter);
   }
 }
+
+/** Without a shared store: nothing to publish, no other router's choice. */
+const NO_SYNC = { publish: false } as const;
 
 /** Most models with a cursor of their own (beyond it the cursors restart). */
 const MAX_MODEL_CURSORS = 1024;

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { PassThrough, Writable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Exchange } from './exchange.js';
-import { relayBody } from './relay.js';
+import { relayBody } from './upstream.js';
 
 /**
  * The client side of an exchange, standing in for its ServerResponse: records what it is given

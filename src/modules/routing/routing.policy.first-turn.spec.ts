@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { BLOCKS_PER_LOAD, preferCached } from './first-turn.js';
+import { BLOCKS_PER_LOAD, preferCached } from './routing.policy.js';
 import { table } from './routing-table.fake.js';
 
 describe('first turns: a new conversation goes where a long part of its prompt is cached (issue 15 item 2)', () => {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decide } from './routing.policy.js';
 import { table } from './routing-table.fake.js';
-import { warmHome } from './warm-handoff.js';
+import { warmHome } from './routing.policy.js';
 
 describe('warm hand-off: the home of a new conversation', () => {
   it('is the replica with the fewest in flight when it is slower than the one serving the first turn', () => {

@@ -1,0 +1,193 @@
+import { Injectable } from '@nestjs/common';
+import { AffinityService } from '../affinity/affinity.service.js';
+import type { RequestKeys } from '../affinity/session-id.js';
+import { LifecycleService } from '../lifecycle/lifecycle.service.js';
+import type { ModelEntry } from '../registry/model-entry.js';
+import { RegistryService } from '../registry/registry.service.js';
+import type { Replica } from '../registry/replica.js';
+import type { RouteRequest } from '../routing/route-request.js';
+import { RoutingService } from '../routing/routing.service.js';
+import { BodyReader } from './body-reader.service.js';
+import type { Exchange } from './exchange.js';
+import { quotedModel } from './router-error.js';
+
+/** Methods refused with 405: TRACE/TRACK echo requests back (credentials included), CONNECT tunnels. */
+const REFUSED_METHODS = new Set(['TRACE', 'TRACK', 'CONNECT']);
+/** What the data plane serves; the `Allow` header of a 405. */
+const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+
+/**
+ * A `/v1/` request from arrival to its {@link RouteRequest}: what the router answers itself or
+ * refuses before routing is answered here, so routing sees only requests it can place. In order:
+ * shutdown (503 `shutting_down`), the request line (405, 400), `GET /v1/models` (served from the
+ * discovered lists), the body within `--max-body` and `--body-memory` (413, 503), its encoding
+ * (415, 400, 413), a `model` that is not a string (400) or that no replica serves (404); then, with
+ * a shared store, one bounded Redis read.
+ */
+@Injectable()
+export class RequestIntake {
+  constructor(
+    private readonly affinity: AffinityService,
+    private readonly registry: RegistryService,
+    private readonly routing: RoutingService,
+    private readonly lifecycle: LifecycleService,
+    private readonly bodies: BodyReader,
+  ) {}
+
+  /** The request's routing keys, or undefined when the exchange was answered here or the client left. */
+  async routeRequest(ex: Exchange): Promise<RouteRequest | undefined> {
+    const { req, res } = ex;
+    const header = req.headers[this.affinity.headerName];
+    const url = req.url ?? '/';
+    if (this.lifecycle.stopping || refusedMethod(req.method) || hasDotSegment(url) || isModelList(req.method, url)) {
+      ex.session = this.affinity.resolve(header, undefined).session;
+      if (!this.lifecycle.stopping) return void (isModelList(req.method, url) ? relayModels(ex, this.registry.list) : refuseRequestLine(ex, url));
+      res.setHeader('connection', 'close');
+      return void ex.fail('shutting_down', 'rejected');
+    }
+    const received = await this.takeBody(ex, header);
+    if (received === undefined) return undefined;
+    const keys = await this.readKeys(ex, received, header);
+    if (keys === undefined) return undefined;
+    const { session, model } = keys;
+    // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
+    let request: RouteRequest = {
+      sessionId: session.id,
+      publish: false,
+      prefix: keys.prefix,
+      model,
+      body: session.source === 'minted' ? undefined : keys.body,
+    };
+    ex.request = request;
+    if (model !== undefined && !this.registry.mayServe(model)) {
+      // contract §4.3: no replica lists it, and every list is known.
+      return void ex.fail('model_not_found', 'rejected', `the model ${quotedModel(model)} does not exist: no replica of this router serves it`);
+    }
+    if (!this.routing.shared.enabled) return request;
+    // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
+    const { publish, holder } = await this.routing.syncRequest(keys);
+    if (ex.closed) return undefined;
+    request = { ...request, publish, holder };
+    ex.request = request;
+    return request;
+  }
+
+  /**
+   * Reads the body within `--max-body` and the body memory budget (contract §3), its share of the
+   * budget given back when the exchange ends. A refusal (413, 503 `overloaded`, with
+   * `Connection: close`: the unread body goes with the connection) is answered here and a client
+   * that left is recorded; both resolve the session from the header alone.
+   */
+  private async takeBody(ex: Exchange, header: string | string[] | undefined): Promise<Buffer | undefined> {
+    const read = await this.bodies.read(ex.req);
+    if (!read.ok) {
+      ex.session = this.affinity.resolve(header, undefined).session;
+      if (read.reason === 'aborted') return void ex.end('client_abort');
+      ex.res.setHeader('connection', 'close');
+      ex.res.once('finish', () => ex.req.socket.destroySoon());
+      if (read.reason === 'too_large')
+        return void ex.fail('body_too_large', 'rejected', `request body is larger than the router accepts (${this.bodies.maxBytes} bytes)`);
+      const budget = this.bodies.capacity;
+      return void ex.fail(
+        'overloaded',
+        'rejected',
+        `request bodies held by the router are at its memory budget (--body-memory ${budget} bytes); retry shortly`,
+      );
+    }
+    this.bodies.giveOnClose(ex.res, read.held);
+    ex.body = read.body;
+    ex.bytesIn = read.body.length;
+    return read.body;
+  }
+
+  /**
+   * The session and routing keys read from the body as the engine reads it: the bytes themselves,
+   * or decoded per `Content-Encoding` (the original bytes are what is forwarded). A refusal (415,
+   * 400 or 413 for the encoding, 400 for a `model` that is not a string) is answered here.
+   */
+  private async readKeys(ex: Exchange, body: Buffer, header: string | string[] | undefined): Promise<(RequestKeys & { readonly body: Buffer }) | undefined> {
+    const coding = ex.req.headers['content-encoding'];
+    const d = coding === undefined || body.length === 0 ? { ok: true as const, body } : await this.bodies.decode(body, coding);
+    const keys = this.affinity.resolve(header, d.ok ? d.body : undefined);
+    ex.session = keys.session;
+    if (!d.ok) return void ex.fail(d.code, 'rejected', d.message);
+    if (keys.modelType !== undefined) return void ex.fail('invalid_model', 'rejected', `\`model\` must be a string, got ${keys.modelType}`);
+    return { ...keys, body: d.body };
+  }
+}
+
+function refusedMethod(method: string | undefined): boolean {
+  return method !== undefined && REFUSED_METHODS.has(method);
+}
+
+function isModelList(method: string | undefined, url: string): boolean {
+  return method === 'GET' && (url === '/v1/models' || url.startsWith('/v1/models?'));
+}
+
+/**
+ * Whether the path of `url` has a `.` or `..` segment, counting `%2e` as a dot and `%2f`, `%5c`
+ * and `\` as separators (as servers that decode before routing see it): once a replica or a proxy
+ * in front of it normalises them, such a path could leave `/v1/`. Cheap for the common case: a
+ * path with neither `.` nor `%` is returned at once.
+ */
+function hasDotSegment(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (!path.includes('.') && !path.includes('%')) return false;
+  const plain = path.replace(/%2e/gi, '.').replace(/%2f|%5c|\\/gi, '/');
+  return plain.split('/').some((s) => s === '.' || s === '..');
+}
+
+/** TRACE, TRACK, CONNECT: 405 with `Allow`; a path with dot segments: 400. Neither is forwarded. */
+function refuseRequestLine(ex: Exchange, url: string): void {
+  if (refusedMethod(ex.req.method)) {
+    ex.res.setHeader('allow', ALLOWED_METHODS);
+    return ex.fail('method_not_allowed', 'rejected', `${ex.req.method} is not allowed on ${url.split('?')[0].slice(0, 200)}`);
+  }
+  ex.fail('invalid_path', 'rejected', 'the request path has a "." or ".." segment (raw or percent-encoded); it is not forwarded');
+}
+
+/**
+ * What one replica contributes to `GET /v1/models`: the entries of its last readable list (model
+ * discovery's, `parent` of LoRA adapters included), else the models the router routes to it by
+ * (declared in the config, or its host's model before discovery read it); undefined when unknown.
+ */
+function entriesOf(r: Replica): readonly ModelEntry[] | undefined {
+  if (r.modelList !== undefined && !r.modelsDeclared) return r.modelList;
+  if (r.models === undefined) return undefined;
+  return [...r.models].map((id) => ({ id, object: 'model', owned_by: 'affinity-router' }));
+}
+
+/**
+ * `GET /v1/models`: the union of what the routable replicas serve, from the lists model discovery
+ * already holds (each read within `--models-timeout` and `--models-max-bytes`), deduplicated by
+ * `id` (the first replica in table order that lists an id gives its entry), in the OpenAI list
+ * shape. No replica is asked per call, so a client's call costs no fan-out and bounded memory; the
+ * answer is at most one discovery period old. Nothing known → 503.
+ */
+function relayModels(ex: Exchange, table: readonly Replica[]): void {
+  const byId = new Map<string, ModelEntry>();
+  let answered = 0;
+  for (const r of table) {
+    const entries = r.routable ? entriesOf(r) : undefined;
+    if (entries === undefined) continue;
+    // One replica's list alone: that replica answered (X-Router-Replica); several: none of them did.
+    ex.replica = answered++ === 0 ? r : undefined;
+    for (const m of entries) if (!byId.has(m.id)) byId.set(m.id, m);
+  }
+  if (answered === 0) {
+    const why = table.some((r) => r.routable)
+      ? 'no routable replica has a model list the router could read (affinity_router_replica_models_unreadable)'
+      : undefined;
+    return ex.fail('no_replica_available', 'no_replica', why);
+  }
+  const body = Buffer.from(JSON.stringify({ object: 'list', data: [...byId.values()] }));
+  ex.status = 200;
+  ex.bytesOut = body.length;
+  ex.end('ok');
+  ex.res.statusCode = 200;
+  ex.res.setHeader('content-type', 'application/json');
+  for (const [k, v] of Object.entries(ex.routerHeaders())) ex.res.setHeader(k, v);
+  ex.res.setHeader('content-length', body.length);
+  ex.res.end(body);
+}
