@@ -101,12 +101,14 @@ export async function startRouter(
   nodeArgs: readonly string[] = [],
   /** Merged into the config file (e.g. `{ routing: { speed_aware: false } }`, which no flag can say). */
   extraConfig: Record<string, unknown> = {},
+  /** The compiled `main.js` to run: this checkout's, or another build's (bench/ab-builds.ts). */
+  entry = MAIN_ENTRY,
 ): Promise<BenchRouter> {
   const config = { replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })), ...extraConfig };
   const file = join(ctx.tmpDir, `router-${++routerSeq}.json`);
   writeFileSync(file, JSON.stringify(config, null, 2));
   const port = await freePort();
-  const args = [...nodeArgs, MAIN_ENTRY, '--config', file, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...flags];
+  const args = [...nodeArgs, entry, '--config', file, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...flags];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
   let out = '';
