@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout } from 'node:timers/promises';
 import { SessionDirectory, type PinTarget } from '../src/modules/affinity/session-directory.js';
-import { writeStateFile } from '../src/modules/fleet/state-file.js';
-import { pinChunks } from '../src/modules/fleet/state-pins.js';
+import { writeStateFile } from '../src/modules/state/state-file.js';
+import { pinChunks } from '../src/modules/state/state-pins.js';
 import { hexId } from './workload.js';
 import { seededRandom } from './stats.js';
 

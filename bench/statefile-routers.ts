@@ -14,7 +14,7 @@ import { freePort, simRequest } from '../test/support/sim-process.js';
 import { MAIN_ENTRY } from './bench-options.js';
 import { answers, stopChild, track, waitUntil } from './processes.js';
 import type { LoopHold } from './loop-probe.js';
-import { journalPathOf } from '../src/modules/fleet/state-journal.js';
+import { journalPathOf } from '../src/modules/state/state-journal.js';
 import type { BenchContext } from './scenario.js';
 import { fmt, seededRandom } from './stats.js';
 import { CHAT_PATH, chatBodies, hexId } from './workload.js';

@@ -10,7 +10,7 @@ import { admin, loopSample, scrape, writeHoldBoundMs, type Router } from './stat
 import type { BenchContext } from './scenario.js';
 import { fmt } from './stats.js';
 import { CHAT_PATH, chatBodies } from './workload.js';
-import { journalPathOf } from '../src/modules/fleet/state-journal.js';
+import { journalPathOf } from '../src/modules/state/state-journal.js';
 
 /** What the 1 ms monitor reads for a loop that is not held: holds shorter than 3 ms are not noted. */
 export const LOOP_FLOOR_MS = 3;

@@ -11,6 +11,8 @@ import { RoutingModule } from './modules/routing/routing.module.js';
 import { HealthModule } from './modules/health/health.module.js';
 import { ProxyModule } from './modules/proxy/proxy.module.js';
 import { FleetModule } from './modules/fleet/fleet.module.js';
+import { StateModule } from './modules/state/state.module.js';
+import { AutoscaleModule } from './modules/autoscale/autoscale.module.js';
 import { AdminModule } from './modules/admin/admin.module.js';
 import { MetricsModule } from './modules/metrics/metrics.module.js';
 
@@ -44,7 +46,9 @@ export class AppModule {
         RoutingModule,
         HealthModule,
         ProxyModule,
+        StateModule,
         FleetModule,
+        AutoscaleModule,
         AdminModule,
         MetricsModule,
       ],

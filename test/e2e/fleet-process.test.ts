@@ -7,7 +7,7 @@ import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/rout
 import { freePortRange, pidAlive, spawnRouter, MAIN_ENTRY, type RouterProcess } from '../support/router-process.js';
 import { fleetEvents, pidGone, replicaState, simHost } from '../support/fleet.js';
 import { recordedPins, snapshotPins } from '../support/state-file.js';
-import { journalPathOf } from '../../src/modules/fleet/state-journal.js';
+import { journalPathOf } from '../../src/modules/state/state-journal.js';
 import { parseProm, sum } from '../support/prom.js';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';

@@ -16,7 +16,7 @@ import { adminCall, startTestRouter, TEST_TOKEN, waitFor, writeTempConfig, type 
 import { freePortRange, MAIN_ENTRY } from '../support/router-process.js';
 import { simHost } from '../support/fleet.js';
 import { recordedPins } from '../support/state-file.js';
-import { StateService } from '../../src/modules/fleet/state.service.js';
+import { StateService } from '../../src/modules/state/state.service.js';
 import { tempDir } from '../../src/common/temp-dir.fake.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };

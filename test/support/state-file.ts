@@ -1,5 +1,5 @@
-import { readStateFile, type StatePin } from '../../src/modules/fleet/state-file.js';
-import { journalPathOf, readJournal } from '../../src/modules/fleet/state-journal.js';
+import { readStateFile, type StatePin } from '../../src/modules/state/state-file.js';
+import { journalPathOf, readJournal } from '../../src/modules/state/state-journal.js';
 
 /**
  * The pins a restart with `--state-file path` would adopt: the snapshot with its journal applied,

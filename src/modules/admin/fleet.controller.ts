@@ -6,7 +6,7 @@ import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { audited } from '../../common/audit/audit.js';
 import { LeaderService } from '../cluster/leader.service.js';
-import { AutoscalerService } from '../fleet/autoscaler.service.js';
+import { AutoscalerService } from '../autoscale/autoscaler.service.js';
 import { FleetService } from '../fleet/fleet.service.js';
 import { RouterConfig } from '../../config/router-config.js';
 import { RegistryService } from '../registry/registry.service.js';

@@ -5,7 +5,6 @@ import { AdminController } from './admin-api.decorator.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { AffinityService } from '../affinity/affinity.service.js';
 import { CLIENT_ID } from '../../common/client-id.js';
 import { replacementId } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -16,7 +15,6 @@ import { PinSessionDto, SessionCountsView, SessionView } from './dto/session.dto
 @AdminController('sessions')
 export class SessionsController {
   constructor(
-    private readonly affinity: AffinityService,
     private readonly registry: RegistryService,
     private readonly routing: RoutingService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
@@ -26,11 +24,11 @@ export class SessionsController {
   @ApiQuery({ name: 'replica', required: false, description: 'count only this replica' })
   @ApiOkResponse({ type: SessionCountsView })
   counts(@Query('replica') replica?: string): SessionCountsView {
-    const dir = this.affinity.directory;
+    const dir = this.routing.sessions;
     const rows = this.registry.list.filter((r) => replica === undefined || r.name === replica);
     if (replica !== undefined && rows.length === 0) throw new DomainError('unknown_replica', `no replica named '${replica}'`);
     return {
-      total: dir.liveCount(this.affinity.clock.now()),
+      total: dir.liveCount(this.routing.clock.now()),
       replicas: Object.fromEntries(rows.map((r) => [r.name, r.pins])),
       evictions: { lru: dir.evictedLru, ttl: dir.evictedTtl },
     };
@@ -41,15 +39,15 @@ export class SessionsController {
   @ApiNotFoundResponse({ description: 'no live pin for this session' })
   get(@Param('id') raw: string): SessionView {
     const id = storedId(raw);
-    const now = this.affinity.clock.now();
-    const l = this.affinity.directory.lookup(id, now);
+    const now = this.routing.clock.now();
+    const l = this.routing.sessions.lookup(id, now);
     if (l.status !== 'live') throw new DomainError('unknown_session', `no live pin for session '${id}'`);
     const wall = Date.now();
     return {
       id,
       replica: l.target.name,
       last_used: new Date(wall - (now - l.lastUsed)).toISOString(),
-      expires_at: new Date(wall - (now - l.lastUsed) + this.affinity.directory.ttlMs).toISOString(),
+      expires_at: new Date(wall - (now - l.lastUsed) + this.routing.sessions.ttlMs).toISOString(),
     };
   }
 

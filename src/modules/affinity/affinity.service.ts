@@ -1,22 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { Clock } from '../../common/clock.js';
-import type { Replica } from '../registry/replica.js';
 import { peekTopLevelStrings, type JsonKind } from './body-peek.js';
 import { bodyPromptChain } from './prefix-hash.js';
-import { PrefixIndex } from './prefix-index.js';
 import { resolveSessionId, type RequestKeys } from './session-id.js';
-import { SessionDirectory } from './session-directory.js';
 
 /** Both fields keep JSON.parse's last-wins rule; a `model` key that occurs once ends the scan early (see peekTopLevelStrings). */
 const FIRST_WINS = [false, true];
 
-/** The session directory and session-id extraction, configured once. */
+/**
+ * Session-id and routing-key extraction, configured once. The session directory and the prefix
+ * index it feeds are routing's (RoutingService owns and writes them).
+ */
 @Injectable()
 export class AffinityService {
-  readonly directory: SessionDirectory<Replica>;
-  /** Which replica last served which prompt prefix (contract §4.1); undefined when `prefix_affinity` is off. */
-  readonly prefixes: PrefixIndex<Replica> | undefined;
+  /** `prefix_affinity`: a request with no id gets its prompt's block-hash chain. */
+  private readonly prefixAffinity: boolean;
   readonly headerName: string;
   private readonly bodyField: string;
   /** The quoted keys peeked in one pass: the session field, then `model` (contract §4.3). */
@@ -26,8 +25,7 @@ export class AffinityService {
     config: RouterConfig,
     readonly clock: Clock,
   ) {
-    this.directory = new SessionDirectory<Replica>(config.routing.sessionTtlMs, config.routing.maxSessions);
-    this.prefixes = config.routing.prefixAffinity ? new PrefixIndex<Replica>(config.routing.prefixBlocks) : undefined;
+    this.prefixAffinity = config.routing.prefixAffinity;
     this.headerName = config.routing.sessionHeader.toLowerCase();
     this.bodyField = config.routing.bodyField;
     this.needles = [Buffer.from(JSON.stringify(this.bodyField)), Buffer.from('"model"')];
@@ -47,7 +45,7 @@ export class AffinityService {
     const modelKind = kinds[1];
     const keys: RequestKeys =
       model !== undefined ? { session, model } : modelKind !== undefined && modelKind !== 'string' ? { session, modelType: modelKind } : { session };
-    if (session.source !== 'minted' || body === undefined || this.prefixes === undefined) return keys;
+    if (session.source !== 'minted' || body === undefined || !this.prefixAffinity) return keys;
     const prefix = bodyPromptChain(body);
     return prefix.blocks.length === 0 ? keys : { ...keys, prefix };
   }

@@ -1,6 +1,6 @@
 /**
  * What changed in a SessionDirectory since a writer last looked (the state file's journal,
- * fleet/state-journal.ts): the ids whose pin was made, moved or removed, and the targets released
+ * state/state-journal.ts): the ids whose pin was made, moved or removed, and the targets released
  * in bulk (`release`, which touches no id). Kept only when a state file is configured. The writer
  * takes both at once and looks each id up again: an id's current state is what gets recorded, so
  * an id changed five times in a second costs one entry.

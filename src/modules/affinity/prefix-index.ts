@@ -128,3 +128,6 @@ export class PrefixIndex<T extends object> {
     this.capacity = next;
   }
 }
+
+/** The prefix index as every module but routing (its one writer) sees it: reads only. */
+export type PrefixIndexView<T extends object> = Readonly<Pick<PrefixIndex<T>, 'size' | 'evicted' | 'maxBlocks' | 'match'>>;

@@ -291,3 +291,8 @@ export class SessionDirectory<T extends PinTarget> {
     this.capacity = next;
   }
 }
+
+/** The directory as every module but routing (its one writer) sees it: reads only. */
+export type SessionsView<T extends PinTarget> = Readonly<
+  Pick<SessionDirectory<T>, 'size' | 'lookup' | 'liveCount' | 'trackChanges' | 'openPass' | 'ttlMs' | 'maxSessions' | 'evictedLru' | 'evictedTtl'>
+>;

@@ -9,7 +9,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { FleetService } from './fleet.service.js';
 import { FOREIGN } from './slot-table.js';
-import type { FleetState, StateReplica } from './state-file.js';
+import type { FleetState, StateReplica } from '../state/state-file.js';
 
 /**
  * Adoption after a restart (contract §6): probe every recorded replica; adopt the ones that answer

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
-import { StateService } from './state.service.js';
-import type { StateReplica } from './state-file.js';
+import { StateService } from '../state/state.service.js';
+import type { StateReplica } from '../state/state-file.js';
 import type { FailureReport, OrphanReport } from './fleet-reports.js';
 import type { LaunchRecord } from './launch-record.js';
 import { SlotTable } from './slot-table.js';

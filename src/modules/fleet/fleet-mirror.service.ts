@@ -7,7 +7,7 @@ import { LeaderService } from '../cluster/leader.service.js';
 import { LauncherFactory } from '../launcher/launcher.factory.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { recordedReplica } from './recorded-replica.js';
-import { readStateFile, type StateReplica } from './state-file.js';
+import { readStateFile, type StateReplica } from '../state/state-file.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
 
 const MIRROR_EVERY_MS = 1_000;

@@ -21,7 +21,7 @@ import { FleetBook } from './fleet-book.service.js';
 import { FleetService } from './fleet.service.js';
 import { ReplicaLauncher } from './replica-launcher.service.js';
 import { ReplicaStopper } from './replica-stopper.service.js';
-import type { StateService } from './state.service.js';
+import type { StateService } from '../state/state.service.js';
 import { testHost } from '../../config/test-host.fake.js';
 
 export interface FleetRigOptions {

@@ -3,7 +3,7 @@ import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { RedisService } from '../cluster/redis.service.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { FleetService, untilIdleOr } from './fleet.service.js';
-import { StateService } from './state.service.js';
+import { StateService } from '../state/state.service.js';
 
 /**
  * The fleet's shutdown step (contract §6): every launched replica drained and stopped, in-flight

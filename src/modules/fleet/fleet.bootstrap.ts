@@ -7,8 +7,8 @@ import { LeaderService } from '../cluster/leader.service.js';
 import { FleetAdoption } from './fleet-adoption.service.js';
 import { FleetService } from './fleet.service.js';
 import { FleetMirror } from './fleet-mirror.service.js';
-import { StateService } from './state.service.js';
-import { STATE_VERSION, type FleetState } from './state-file.js';
+import { StateService } from '../state/state.service.js';
+import { STATE_VERSION, type FleetState } from '../state/state-file.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
 
 const JOBS = { launchCheck: 'fleet-launch-check', pinFlush: 'state-pin-flush' } as const;

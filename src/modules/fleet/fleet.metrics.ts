@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Gauge, type Registry } from 'prom-client';
 import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
-import { registerAutoscaleMetrics } from './autoscale.metrics.js';
-import { AutoscalerService } from './autoscaler.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { RedisService } from '../cluster/redis.service.js';
 import { FleetService } from './fleet.service.js';
@@ -64,11 +62,10 @@ function registerFleetMetrics(reg: Registry, P: string, fleet: FleetService, red
   });
 }
 
-/** The fleet module's collector: lifecycle, capacity, leadership and autoscaler metrics (the state file's are StateMetrics, observed by StateService). */
+/** The fleet module's collector: lifecycle, capacity and leadership metrics (the autoscaler's and the state file's are their modules'). */
 @Injectable()
 export class FleetMetrics {
-  constructor(metrics: MetricsRegistry, fleet: FleetService, redis: RedisService, leader: LeaderService, autoscaler: AutoscalerService) {
+  constructor(metrics: MetricsRegistry, fleet: FleetService, redis: RedisService, leader: LeaderService) {
     registerFleetMetrics(metrics.registry, METRIC_PREFIX, fleet, redis, leader);
-    registerAutoscaleMetrics(metrics.registry, METRIC_PREFIX, autoscaler);
   }
 }

@@ -16,7 +16,7 @@ import { recordedReplica } from './recorded-replica.js';
 import { ReplicaLauncher } from './replica-launcher.service.js';
 import { ReplicaStopper } from './replica-stopper.service.js';
 import type { Capacity, SlotTable } from './slot-table.js';
-import type { StateReplica } from './state-file.js';
+import type { StateReplica } from '../state/state-file.js';
 import type { DrainStatus, FailureReport, OrphanReport } from './fleet-reports.js';
 
 export type { DrainStatus, FailureReport, OrphanReport };

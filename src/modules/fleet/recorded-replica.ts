@@ -1,7 +1,7 @@
 import type { EngineMetricsSpec } from '../../config/router-config.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';
 import { Replica } from '../registry/replica.js';
-import type { StateReplica } from './state-file.js';
+import type { StateReplica } from '../state/state-file.js';
 
 /**
  * A replica that already runs, as recorded in the state file (adopted by this router) or by the

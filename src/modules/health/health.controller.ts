@@ -2,7 +2,6 @@ import { Controller, Get, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { RegistryService } from '../registry/registry.service.js';
-import { AffinityService } from '../affinity/affinity.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import { AdmissionService } from '../routing/admission.service.js';
 import { RoutingService } from '../routing/routing.service.js';
@@ -13,7 +12,6 @@ import { RoutingService } from '../routing/routing.service.js';
 export class HealthController {
   constructor(
     private readonly registry: RegistryService,
-    private readonly affinity: AffinityService,
     private readonly lifecycle: LifecycleService,
     private readonly admission: AdmissionService,
     private readonly routing: RoutingService,
@@ -21,7 +19,7 @@ export class HealthController {
 
   @Get('health')
   health(@Res({ passthrough: true }) reply: FastifyReply): Record<string, unknown> {
-    const dir = this.affinity.directory;
+    const dir = this.routing.sessions;
     const replicas = this.registry.list;
     const ready = this.registry.routableCount();
     void reply.status(ready > 0 ? 200 : 503);
@@ -29,7 +27,7 @@ export class HealthController {
       status: ready > 0 ? 'ok' : 'no_replicas',
       replicas_ready: ready,
       replicas_total: replicas.length,
-      sessions: dir.liveCount(this.affinity.clock.now()),
+      sessions: dir.liveCount(this.routing.clock.now()),
       routed: replicas.reduce((n, r) => n + r.routed, 0),
       affinity_hits: this.routing.affinityHits,
       rejected: this.routing.rejected,

@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
 import { INTERNAL_ERROR_SOURCES, InternalErrors } from '../../common/errors/internal-errors.js';
-import { AffinityService } from '../affinity/affinity.service.js';
 import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -37,7 +36,6 @@ export class MetricsService {
 
   constructor(
     private readonly replicas: RegistryService,
-    affinity: AffinityService,
     observer: ExchangeObserver,
     admission: AdmissionService,
     routing: RoutingService,
@@ -133,10 +131,10 @@ export class MetricsService {
       help: 'Live sessions in the directory.',
       registers: [reg],
       collect() {
-        this.set(affinity.directory.liveCount(affinity.clock.now()));
+        this.set(routing.sessions.liveCount(routing.clock.now()));
       },
     });
-    registerPrefixMetrics(reg, P, affinity);
+    registerPrefixMetrics(reg, P, routing);
     registerSpeedMetrics(reg, P, registry, routing);
     registerReadMetrics(reg, P, registry);
     monotonic(
@@ -145,8 +143,8 @@ export class MetricsService {
       'Sessions dropped from the directory, by cause (lru: over --max-sessions; ttl: idle past --session-ttl).',
       'cause',
       () => ({
-        lru: affinity.directory.evictedLru,
-        ttl: affinity.directory.evictedTtl,
+        lru: routing.sessions.evictedLru,
+        ttl: routing.sessions.evictedTtl,
       }),
     );
     // Every source is exported from the start (at 0), so an alert on its increase has a series to watch.

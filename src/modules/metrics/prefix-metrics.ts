@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { AffinityService } from '../affinity/affinity.service.js';
+import type { RoutingService } from '../routing/routing.service.js';
 
 /**
  * Prefix affinity (contract §4.1): how many blocks the index holds (its memory bound is
@@ -7,13 +7,13 @@ import type { AffinityService } from '../affinity/affinity.service.js';
  * (RoutingMetrics); the decisions themselves are the `decision="prefix"` label of
  * `affinity_router_requests_total`.
  */
-export function registerPrefixMetrics(reg: Registry, prefix: string, affinity: AffinityService): void {
+export function registerPrefixMetrics(reg: Registry, prefix: string, routing: RoutingService): void {
   new Gauge({
     name: `${prefix}prefix_index_blocks`,
     help: "Prompt-prefix blocks held by the prefix index (released replicas' entries included until dropped); capped by routing.prefix_blocks.",
     registers: [reg],
     collect() {
-      this.set(affinity.prefixes?.size ?? 0);
+      this.set(routing.prefixIndex?.size ?? 0);
     },
   });
   let evicted = 0;
@@ -22,7 +22,7 @@ export function registerPrefixMetrics(reg: Registry, prefix: string, affinity: A
     help: 'Prefix index entries dropped to stay within routing.prefix_blocks.',
     registers: [reg],
     collect() {
-      const now = affinity.prefixes?.evicted ?? 0;
+      const now = routing.prefixIndex?.evicted ?? 0;
       if (now > evicted) this.inc(now - evicted);
       evicted = now;
     },

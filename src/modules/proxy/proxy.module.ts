@@ -9,6 +9,7 @@ import { RequestIntake } from './request-intake.service.js';
 import { WarmCopies } from './warm-copy.service.js';
 import { ProxyMetrics } from './proxy.metrics.js';
 import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js';
+import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 
 /**
  * The data plane. It is not a Nest middleware: createApp() hands every `/v1/` request to
@@ -16,7 +17,7 @@ import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js'
  * middleware chain (docs/design.md §3).
  */
 @Module({
-  imports: [RoutingModule, HealthModule, MetricsRegistryModule],
+  imports: [RoutingModule, HealthModule, MetricsRegistryModule, LifecycleModule],
   providers: [DataPlaneService, RequestIntake, ExchangeObserver, SpeedFeed, BodyReader, WarmCopies, ProxyMetrics],
   exports: [DataPlaneService, ExchangeObserver, WarmCopies],
 })

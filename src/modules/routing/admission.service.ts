@@ -5,17 +5,11 @@ import type { Replica } from '../registry/replica.js';
 import { RoutingService } from './routing.service.js';
 import type { Decision } from './routing.policy.js';
 import { ShutdownService } from '../lifecycle/shutdown.service.js';
-import type { RouteRequest } from './route-request.js';
+import type { QueueOutcome, Refusal, RouteRequest } from './route-request.js';
 import { RoutingMetrics } from './routing.metrics.js';
 
 /** A decision that names a replica. */
 export type Routed = Exclude<Decision<Replica>, { kind: 'none' } | { kind: 'wait' }>;
-
-/** Why a request left the queue without being dispatched. */
-export type Refusal = 'timeout' | 'no_replica' | 'shutdown';
-
-/** How a request left the queue (the `outcome` label of the wait metrics). */
-export type QueueOutcome = 'dispatched' | 'abandoned' | Refusal;
 
 /** A request waiting for a replica with room: the data plane's side of it. */
 export interface Waiter {

@@ -18,3 +18,9 @@ export interface RouteRequest {
   /** With a shared store: publish the decision even when it keeps the pin (the local copy was stale). */
   readonly publish: boolean;
 }
+
+/** Why a request left the admission queue without being dispatched. */
+export type Refusal = 'timeout' | 'no_replica' | 'shutdown';
+
+/** How a request left the admission queue (the `outcome` label of its wait histogram). */
+export type QueueOutcome = 'dispatched' | 'abandoned' | Refusal;

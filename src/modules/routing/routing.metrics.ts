@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Histogram } from 'prom-client';
 import { METRIC_PREFIX, MetricsRegistry } from '../../common/metrics/metrics-registry.js';
-import type { QueueOutcome } from './admission.service.js';
+import type { QueueOutcome } from './route-request.js';
 
 /** Blocks of 256 characters: 0 is no match, 64 is 16 KiB of shared prompt. */
 const MATCH_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 8192];

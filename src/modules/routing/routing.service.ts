@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
-import { AffinityService } from '../affinity/affinity.service.js';
+import { Clock } from '../../common/clock.js';
 import { SharedSessions } from '../affinity/shared-sessions.service.js';
-import type { PinLookup } from '../affinity/session-directory.js';
+import { SessionDirectory, type PinLookup, type SessionsView } from '../affinity/session-directory.js';
+import { PrefixIndex, type PrefixIndexView } from '../affinity/prefix-index.js';
 import { bodyPromptChain } from '../affinity/prefix-hash.js';
 import type { RequestKeys } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -14,7 +15,9 @@ import { RoutingMetrics } from './routing.metrics.js';
 
 /**
  * Applies the pure policy to the live table and the session directory: looks the pin up, decides,
- * then pins, moves the cursor and counts. Synchronous, so select-then-acquire is atomic.
+ * then pins, moves the cursor and counts. Synchronous, so select-then-acquire is atomic. The one
+ * owner and writer of the session directory and the prefix index; the others read them through
+ * {@link sessions} and {@link prefixIndex}.
  */
 @Injectable()
 export class RoutingService {
@@ -24,36 +27,48 @@ export class RoutingService {
   private rr = 0;
   /** Rotating tie-break cursor of the policy (contract §4): moves past every non-affinity choice. */
   private counter = 0;
-  /**
-   * The same cursor per requested model (contract §4.3): with one shared cursor, requests of two models
-   * taking turns would always find the same replica of the second model first.
-   */
+  /** The same per requested model (contract §4.3): else two models taking turns find the same replica of the second first. */
   private readonly modelCounters = new Map<string, number>();
   private rejectedCount = 0;
   private affinityHitCount = 0;
   private readonly releaseListeners: Array<(r: Replica) => void> = [];
   /** Speed-aware load (contract §4.2) of the affinity policy; undefined with `routing.speed_aware` off. */
   readonly speeds: ReplicaSpeeds | undefined;
+  private readonly directory: SessionDirectory<Replica>;
+  /** Which replica last served which prompt prefix (contract §4.1); undefined when `prefix_affinity` is off. */
+  private readonly prefixes: PrefixIndex<Replica> | undefined;
+  /** The same two, read-only, for everyone else (admin, health, metrics, the state file). */
+  readonly sessions: SessionsView<Replica>;
+  readonly prefixIndex: PrefixIndexView<Replica> | undefined;
 
   constructor(
     config: RouterConfig,
     private readonly registry: RegistryService,
-    private readonly affinity: AffinityService,
+    readonly clock: Clock,
     readonly shared: SharedSessions,
     private readonly metrics: RoutingMetrics,
   ) {
+    this.directory = new SessionDirectory<Replica>(config.routing.sessionTtlMs, config.routing.maxSessions);
+    this.prefixes = config.routing.prefixAffinity ? new PrefixIndex<Replica>(config.routing.prefixBlocks) : undefined;
+    this.sessions = this.directory;
+    this.prefixIndex = this.prefixes;
     this.slack = config.routing.affinitySlack;
     this.policy = config.routing.policy;
-    this.speeds = config.routing.speedAware && this.policy === 'affinity' ? new ReplicaSpeeds(affinity.clock) : undefined;
+    this.speeds = config.routing.speedAware && this.policy === 'affinity' ? new ReplicaSpeeds(clock) : undefined;
     this.warmHandoff = config.routing.warmHandoff && this.speeds !== undefined;
     registry.onRemoved((r) => {
       this.speeds?.forget(r);
-      affinity.directory.release(r);
-      affinity.prefixes?.release(r);
+      this.directory.release(r);
+      this.prefixes?.release(r);
       const n = registry.list.length;
       this.counter = n === 0 ? 0 : this.counter % n;
       this.modelCounters.clear();
     });
+  }
+
+  /** The TTL sweep (RoutingJobs, once a second): expired pins leave the directory. */
+  sweepSessions(): void {
+    this.directory.sweep(this.clock.now());
   }
 
   /** Requests refused because no replica was routable. */
@@ -71,12 +86,12 @@ export class RoutingService {
    * session). Returns whether the decision must be published even if it retains the pin.
    */
   async syncShared(sessionId: string): Promise<boolean> {
-    const dir = this.affinity.directory;
-    if (dir.syncAge(sessionId, this.affinity.clock.now()) <= this.shared.cacheMs) return false;
+    const dir = this.directory;
+    if (dir.syncAge(sessionId, this.clock.now()) <= this.shared.cacheMs) return false;
     const name = await this.shared.fetch(sessionId);
     const r = name === undefined ? undefined : this.registry.get(name);
     if (r !== undefined && !r.removed) {
-      const now = this.affinity.clock.now();
+      const now = this.clock.now();
       const local = dir.lookup(sessionId, now);
       if (local.status !== 'live' || local.target !== r) dir.pin(sessionId, r, now);
     }
@@ -84,9 +99,8 @@ export class RoutingService {
   }
 
   /**
-   * {@link syncShared} for any request. A minted id cannot be in the shared store: a session-less
-   * request asks it instead for its conversation (first-turn chain hash → replica), so turns that
-   * alternate between routers stay on one replica (issue 15 item 4, docs/scale-out.md).
+   * {@link syncShared} for any request. A session-less one asks the shared store for its conversation
+   * instead (first-turn chain hash → replica), so turns alternating between routers stay on one replica.
    */
   async syncRequest(keys: RequestKeys): Promise<{ publish: boolean; holder?: string }> {
     if (!this.shared.enabled) return NO_SYNC;
@@ -102,7 +116,7 @@ export class RoutingService {
       const lives = livesOn(d);
       if (req.publish || d.kind !== 'retain') {
         this.shared.publish(req.sessionId, lives.name);
-        this.affinity.directory.markSynced(req.sessionId, this.affinity.clock.now());
+        this.directory.markSynced(req.sessionId, this.clock.now());
       }
       if (req.prefix !== undefined && req.holder !== lives.name) this.shared.publishPrefix(req.prefix, lives.name);
     }
@@ -110,12 +124,12 @@ export class RoutingService {
   }
 
   private decideAndApply(req: RouteRequest): Decision<Replica> {
-    const now = this.affinity.clock.now();
+    const now = this.clock.now();
     const { sessionId, prefix, model } = req;
     if (this.policy !== 'affinity') return this.baseline(sessionId, now, model);
     // A live pin is marked used here; a decision to retain it then needs no second write.
-    const found = this.affinity.directory.touch(sessionId, now);
-    const index = this.affinity.prefixes;
+    const found = this.directory.touch(sessionId, now);
+    const index = this.prefixes;
     let chain = prefix;
     if (chain === undefined && found.status === 'none' && index !== undefined && req.body !== undefined) {
       // The first turn of a session with an id (no pin yet, so nothing else decides): read its prompt now.
@@ -156,7 +170,7 @@ export class RoutingService {
       this.affinityHitCount++;
     } else if (d.kind === 'prefix') {
       // An affinity choice like a retain: the minted session is pinned, the cursor stays.
-      this.affinity.directory.pin(sessionId, d.replica, now);
+      this.directory.pin(sessionId, d.replica, now);
       d.replica.routed++;
     } else {
       this.apply(sessionId, d.replica, now, model, livesOn(d));
@@ -167,13 +181,13 @@ export class RoutingService {
   /** A warm hand-off copy failed: re-pins the session (and a session-less prompt chain) from `home` to `served`, which has it cached. */
   warmFailed(req: RouteRequest, home: Replica, served: Replica): void {
     const { sessionId, prefix } = req;
-    const now = this.affinity.clock.now();
-    const l = this.affinity.directory.lookup(sessionId, now);
+    const now = this.clock.now();
+    const l = this.directory.lookup(sessionId, now);
     if (l.status !== 'live' || l.target !== home || served.removed) return;
-    this.affinity.directory.pin(sessionId, served, now);
+    this.directory.pin(sessionId, served, now);
     this.shared.publish(sessionId, served.name);
     if (prefix === undefined) return;
-    this.affinity.prefixes?.record(prefix.blocks, served);
+    this.prefixes?.record(prefix.blocks, served);
     this.shared.publishPrefix(prefix, served.name);
   }
 
@@ -210,7 +224,7 @@ export class RoutingService {
   reroute(req: RouteRequest, failed: Replica): Replica | undefined {
     const r = leastOutstanding(this.registry.list, this.cursor(req.model), failed, servesModel(req.model));
     if (r !== undefined) {
-      this.apply(req.sessionId, r, this.affinity.clock.now(), req.model);
+      this.apply(req.sessionId, r, this.clock.now(), req.model);
       this.shared.publish(req.sessionId, r.name);
     }
     return r;
@@ -218,22 +232,22 @@ export class RoutingService {
 
   /** Pin a session by hand (admin). */
   pin(sessionId: string, r: Replica): void {
-    const now = this.affinity.clock.now();
-    this.affinity.directory.pin(sessionId, r, now);
+    const now = this.clock.now();
+    this.directory.pin(sessionId, r, now);
     this.shared.publish(sessionId, r.name);
-    this.affinity.directory.markSynced(sessionId, now);
+    this.directory.markSynced(sessionId, now);
   }
 
   /** Unpin a session by hand (admin); true when it had a live pin. */
   unpin(sessionId: string): boolean {
     this.shared.unpin(sessionId);
-    return this.affinity.directory.unpin(sessionId, this.affinity.clock.now());
+    return this.directory.unpin(sessionId, this.clock.now());
   }
 
   /** Take a replica out of rotation for good or for a drain: its sessions re-route next turn. */
   releasePins(r: Replica): void {
-    this.affinity.directory.release(r);
-    this.affinity.prefixes?.release(r);
+    this.directory.release(r);
+    this.prefixes?.release(r);
     for (const l of this.releaseListeners) l(r);
   }
 
@@ -244,7 +258,7 @@ export class RoutingService {
 
   /** A new or moved pin (to `home`, by default `r`): pinned, `r` counted, and the tiebreak cursor moves past `r`. */
   private apply(sessionId: string, r: Replica, now: number, model?: string, home = r): void {
-    this.affinity.directory.pin(sessionId, home, now);
+    this.directory.pin(sessionId, home, now);
     r.routed++;
     const n = this.registry.list.length;
     if (n > 0) this.counter = (r.index + 1) % n;

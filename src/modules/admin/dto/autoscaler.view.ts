@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsBoolean } from 'class-validator';
-import type { AutoscalerService } from '../../fleet/autoscaler.service.js';
+import type { AutoscalerService } from '../../autoscale/autoscaler.service.js';
 
 export class PatchAutoscalerDto {
   @ApiProperty({ example: true, description: 'true: the autoscaler stops deciding (nothing it started is undone); false: it resumes with fresh windows' })

@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ManualClock } from '../../common/clock.fake.js';
 import { createAppLogger } from '../../common/logging/logger.js';
 import type { RouterConfig } from '../../config/router-config.js';
-import type { AffinityService } from '../affinity/affinity.service.js';
+import type { RoutingService } from '../routing/routing.service.js';
 import { SessionDirectory, type PinTarget } from '../affinity/session-directory.js';
 import type { LeaderService } from '../cluster/leader.service.js';
 import type { RedisService } from '../cluster/redis.service.js';
@@ -54,7 +54,7 @@ function setup(pins: number, path = join(tempDir('ar-statesvc-'), 'state.json'),
   const metrics = { written: (w: StateWrite) => reports.forEach((r) => r(w)) } as unknown as StateMetrics;
   const svc = new StateService(
     { stateFile: path, discardState: false } as unknown as RouterConfig,
-    { directory, clock } as unknown as AffinityService,
+    { sessions: directory, clock } as unknown as RoutingService,
     lifecycle,
     { isLeader: false } as unknown as LeaderService,
     { enabled: false } as unknown as RedisService,

@@ -1,12 +1,14 @@
+import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { AutoscalerService } from './autoscaler.service.js';
+import { METRIC_PREFIX, MetricsRegistry } from '../../common/metrics/metrics-registry.js';
+import { AutoscalerService } from './autoscaler.service.js';
 
 /**
  * The autoscaler's metrics (contract §6.1): its decisions by direction and reason (one per pool per
  * tick, plus `up`/`launch_failed` for each failed launch), each pool's current and desired size, and
  * whether it is paused. Absent when no `autoscale` section is configured. Read at each scrape.
  */
-export function registerAutoscaleMetrics(reg: Registry, P: string, autoscaler: AutoscalerService): void {
+function registerAutoscaleMetrics(reg: Registry, P: string, autoscaler: AutoscalerService): void {
   if (!autoscaler.enabled) return;
   const seen = new Map<string, number>();
   new Counter({
@@ -44,4 +46,12 @@ export function registerAutoscaleMetrics(reg: Registry, P: string, autoscaler: A
       this.set(autoscaler.paused ? 1 : 0);
     },
   });
+}
+
+/** The autoscale module's collector. */
+@Injectable()
+export class AutoscaleMetrics {
+  constructor(metrics: MetricsRegistry, autoscaler: AutoscalerService) {
+    registerAutoscaleMetrics(metrics.registry, METRIC_PREFIX, autoscaler);
+  }
 }

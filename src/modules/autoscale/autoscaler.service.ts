@@ -7,7 +7,7 @@ import type { AppLogger } from '../../common/logging/logger.js';
 import { launchHost, poolsOf, samplePool, scaleInChoice, type Pool, type PoolFacts } from './autoscale-pools.js';
 import { AutoscaleView } from './autoscale-view.service.js';
 import { afterLaunchFailure, afterLaunchReady, decide, NEW_TRACK, type Decision, type PoolTrack } from './autoscale.policy.js';
-import { FleetService } from './fleet.service.js';
+import { FleetService } from '../fleet/fleet.service.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
 
 const JOB = 'fleet-autoscale';

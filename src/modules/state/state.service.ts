@@ -4,7 +4,7 @@ import { RouterConfig } from '../../config/router-config.js';
 import { ConfigError } from '../../config/config-error.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { AffinityService } from '../affinity/affinity.service.js';
+import { RoutingService } from '../routing/routing.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
 import { LeaderService } from '../cluster/leader.service.js';
 import { RedisService } from '../cluster/redis.service.js';
@@ -65,7 +65,7 @@ export class StateService implements OnApplicationShutdown {
 
   constructor(
     private readonly config: RouterConfig,
-    private readonly affinity: AffinityService,
+    private readonly routing: RoutingService,
     private readonly lifecycle: LifecycleService,
     private readonly leader: LeaderService,
     private readonly redis: RedisService,
@@ -76,7 +76,7 @@ export class StateService implements OnApplicationShutdown {
     if (this.path === undefined) return;
     this.journalPath = journalPathOf(this.path);
     this.appender = new JournalAppender(this.journalPath);
-    this.changes = affinity.directory.trackChanges(JOURNAL_LINE_MAX_IDS);
+    this.changes = routing.sessions.trackChanges(JOURNAL_LINE_MAX_IDS);
   }
 
   /** Fleet changes are recorded somewhere (a state file, or Redis for the other routers). */
@@ -243,8 +243,8 @@ export class StateService implements OnApplicationShutdown {
 
   /** Compaction: the full snapshot under a new token, then a fresh journal for it. */
   private async snapshot(path: string, replicaOf: (t: PinTarget) => string | undefined, hold: LoopHold): Promise<void> {
-    const dir = this.affinity.directory;
-    const clock = this.affinity.clock;
+    const dir = this.routing.sessions;
+    const clock = this.routing.clock;
     const token = newJournalToken();
     const head: StateHead = { version: STATE_VERSION, epoch: this.epoch, written_at: new Date().toISOString(), journal: token, replicas: this.fleet };
     await this.appender?.close(); // from the rename on, the old journal is not this snapshot's
@@ -264,8 +264,8 @@ export class StateService implements OnApplicationShutdown {
 
   /** One journal line for the ids changed and the replicas released since the last write; false when there was nothing to write. */
   private async append(taken: TakenChanges<Replica>, replicaOf: (t: PinTarget) => string | undefined, hold: LoopHold): Promise<boolean> {
-    const dir = this.affinity.directory;
-    const now = this.affinity.clock.now();
+    const dir = this.routing.sessions;
+    const now = this.routing.clock.now();
     const line = await encodeJournalLine(
       taken,
       (t) => t.name,

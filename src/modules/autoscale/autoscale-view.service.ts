@@ -5,7 +5,7 @@ import type { Replica } from '../registry/replica.js';
 import { RegistryService } from '../registry/registry.service.js';
 import { AdmissionService } from '../routing/admission.service.js';
 import type { PoolFacts } from './autoscale-pools.js';
-import { FleetService } from './fleet.service.js';
+import { FleetService } from '../fleet/fleet.service.js';
 
 /**
  * What the autoscaler reads of the rest of the router, and nothing it changes: the replica table,

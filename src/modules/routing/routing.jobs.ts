@@ -2,8 +2,8 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { AffinityService } from './affinity.service.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
+import { RoutingService } from './routing.service.js';
 
 const JOB = 'session-sweep';
 /** Expired pins leave the directory (and the per-replica counts) at most this long after their TTL. */
@@ -14,9 +14,9 @@ const SWEEP_EVERY_MS = 1_000;
  * (/health, /metrics, the admin API) count live pins without sweeping, so a GET never changes state.
  */
 @Injectable()
-export class AffinityJobs implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RoutingJobs implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
-    private readonly affinity: AffinityService,
+    private readonly routing: RoutingService,
     private readonly scheduler: SchedulerRegistry,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {}
@@ -31,7 +31,7 @@ export class AffinityJobs implements OnApplicationBootstrap, OnApplicationShutdo
 
   private sweep(): void {
     try {
-      this.affinity.directory.sweep(this.affinity.clock.now());
+      this.routing.sweepSessions();
     } catch (e) {
       this.log.error({ err: e }, 'session sweep failed');
     }
