@@ -3,8 +3,8 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { RouterConfigModule } from './config/config.module.js';
 import type { RouterConfig } from './config/router-config.js';
 import { LoggingModule } from './common/logging/logging.module.js';
-import { PROCESS_ENV, type ProcessEnv } from './common/process-env.js';
-import { InternalErrors } from './common/errors/internal-errors.js';
+import type { ProcessEnv } from './common/process-env.js';
+import type { InternalErrors } from './common/errors/internal-errors.js';
 import { LifecycleModule } from './modules/lifecycle/lifecycle.module.js';
 import { ClusterModule } from './modules/cluster/cluster.module.js';
 import { RoutingModule } from './modules/routing/routing.module.js';
@@ -31,15 +31,9 @@ export class AppModule {
   static forRoot(config: RouterConfig, opts: AppOptions = {}): DynamicModule {
     return {
       module: AppModule,
-      global: true,
-      providers: [
-        { provide: PROCESS_ENV, useValue: opts.env ?? {} },
-        { provide: InternalErrors, useValue: opts.internalErrors ?? new InternalErrors() },
-      ],
-      exports: [PROCESS_ENV, InternalErrors],
       imports: [
-        RouterConfigModule.forRoot(config),
-        LoggingModule.forRoot(config, opts.logStream),
+        RouterConfigModule.forRoot(config, opts.env),
+        LoggingModule.forRoot(config, opts.logStream, opts.internalErrors),
         LifecycleModule,
         ClusterModule,
         ScheduleModule.forRoot(),

@@ -5,19 +5,26 @@
  * is not @nestjs/config).
  */
 import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { PROCESS_ENV, type ProcessEnv } from '../common/process-env.js';
 import { RouterConfig } from './router-config.js';
 
-/** Global module providing the `RouterConfig` class token with the loaded value. */
+/**
+ * Global module providing the `RouterConfig` class token with the loaded value, and the environment
+ * it was read from (`PROCESS_ENV`: locally launched replicas inherit it minus `ROUTER_*`).
+ */
 @Global()
 @Module({})
 export class RouterConfigModule {
-  /** `RouterConfigModule.forRoot(config)` in the app module's imports. */
-  static forRoot(config: RouterConfig): DynamicModule {
+  /** `RouterConfigModule.forRoot(config, env)` in the app module's imports. */
+  static forRoot(config: RouterConfig, env: ProcessEnv = {}): DynamicModule {
     return {
       module: RouterConfigModule,
       global: true,
-      providers: [{ provide: RouterConfig, useValue: config }],
-      exports: [RouterConfig],
+      providers: [
+        { provide: RouterConfig, useValue: config },
+        { provide: PROCESS_ENV, useValue: env },
+      ],
+      exports: [RouterConfig, PROCESS_ENV],
     };
   }
 }

@@ -66,7 +66,7 @@ describe('health and failover (contract §5)', () => {
     );
     try {
       const deadReplica = router.app.get(RegistryService).get('dead')!;
-      assert.ok(deadReplica.failures < 5, `${deadReplica.failures} failed polls before the request`);
+      assert.ok(deadReplica.health.failures < 5, `${deadReplica.health.failures} failed polls before the request`);
       // the first new session goes to index 0 = "dead"
       const r = await post(router, { 'x-session-id': 'first' });
       assert.equal(r.status, 200);
@@ -236,9 +236,9 @@ describe('health and failover (contract §5)', () => {
       await flaky.setFaults({ health: 'not_ready' });
       // wait until a failed poll has been recorded, then heal before the third
       const replica = router.app.get(RegistryService).get('flaky')!;
-      await waitFor(() => replica.failures >= 1, 10_000, 'one failed poll');
+      await waitFor(() => replica.health.failures >= 1, 10_000, 'one failed poll');
       await flaky.setFaults({ health: 'ok' });
-      await waitFor(() => replica.failures === 0, 10_000, 'a good poll');
+      await waitFor(() => replica.health.failures === 0, 10_000, 'a good poll');
       assert.equal(replica.ready, true);
     } finally {
       await router.close();

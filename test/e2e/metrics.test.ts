@@ -120,7 +120,7 @@ describe('accounting invariant under mixed outcomes', () => {
       await good.setFaults({ health: 'not_ready' });
       await bad.setFaults({ health: 'not_ready' });
       const reg = router.app.get((await import('../../src/modules/registry/registry.service.js')).RegistryService);
-      for (const r of reg.list) r.ready = false;
+      for (const r of reg.list) r.health.setReady(false);
       for (let i = 0; i < 2; i++, sent++) {
         const r = await simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', body: chat() });
         assert.equal(r.status, 503);

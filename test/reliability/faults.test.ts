@@ -95,7 +95,7 @@ describe('replica faults (issue 7 §1)', () => {
     assert.equal(st.requests, 1, 'a request that reached the replica is never replayed');
     assert.equal(st.resets, 1);
     const r = replicaOf(router, 'resetter');
-    assert.equal(r.failures, 1, 'the broken exchange counts as one health failure');
+    assert.equal(r.health.failures, 1, 'the broken exchange counts as one health failure');
     assert.equal(r.ready, true, 'one failure is below fall=2');
     const acc = await accounting(router.url);
     assert.deepEqual([acc.received, acc.byCause['upstream_error'], acc.inflight], [1, 1, 0]);

@@ -50,7 +50,7 @@ describe('one owner per piece of state (docs/design.md, "Who writes what")', () 
 
   it('lists the state the issue names', () => {
     const names = new Set(table.map((r) => `${r.cls}.${r.field}`));
-    for (const f of ['Replica.ready', 'Replica.everReady', 'Replica.draining', 'Replica.routed', 'LifecycleService.current']) {
+    for (const f of ['Replica.routed', 'LifecycleService.current']) {
       assert.ok(names.has(f), `the table has no row for ${f}`);
     }
   });
@@ -73,6 +73,30 @@ describe('one owner per piece of state (docs/design.md, "Who writes what")', () 
         }
       }
       assert.ok(written > 0, `${row.cls}.${row.field} is in the table but nothing in src/ writes it`);
+    }
+    assert.deepEqual(stray, []);
+  });
+
+  it("calls a replica's typed writers only from their owner folder (the compiler refuses direct writes; test/structure/ownership.fixture.ts)", () => {
+    const writers: ReadonlyArray<readonly [RegExp, string]> = [
+      [/\.occupy\(/g, 'modules/proxy/'],
+      [/\.vacate\(/g, 'modules/proxy/'],
+      [/\.drain\((?:true|false)\)/g, 'modules/fleet/'],
+      [/\.beginStop\(\)/g, 'modules/fleet/'],
+      [/\.markFailed\(\)/g, 'modules/fleet/'],
+      [/\.health\.(?:probed|passed|failed|refused|setReady|engineLoad|engineMetricsRead)\(/g, 'modules/health/'],
+    ];
+    const stray: string[] = [];
+    for (const [call, owner] of writers) {
+      let calls = 0;
+      for (const file of files) {
+        if (file.path === 'modules/registry/replica.ts') continue;
+        for (const m of file.text.matchAll(call)) {
+          calls++;
+          if (!file.path.startsWith(owner)) stray.push(`${m[0]} in src/${file.path}:${file.text.slice(0, m.index).split('\n').length} (owner: src/${owner})`);
+        }
+      }
+      assert.ok(calls > 0, `nothing in src/ calls ${String(call)}`);
     }
     assert.deepEqual(stray, []);
   });

@@ -51,9 +51,9 @@ describe('autoscale pools', () => {
     const [pool] = poolsOf([host('a', 'm')]);
     const starting = replica('a-d1', { ready: false, everReady: false });
     const cordoned = replica('a-d2', { load: 9 });
-    cordoned.draining = true;
+    cordoned.drain(true);
     const failed = replica('a-d3', { ready: false, everReady: false });
-    failed.failed = true;
+    failed.markFailed();
     const table = [
       replica('a-d0', { load: 3 }),
       starting,

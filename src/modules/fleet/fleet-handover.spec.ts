@@ -14,7 +14,7 @@ describe('fleet hand-over', { timeout: 10_000 }, () => {
   it('losing the lease keeps every replica in the table as shared, with its health and pins; adopting takes the same object back', async (t) => {
     const rig = await fleetRig(t);
     const r = await rig.launchOne();
-    r.ready = true; // health's promotion, as HealthService.setReady does it
+    r.health.setReady(true); // health's promotion, as HealthService.setReady does it
     rig.fleet.relinquish();
     assert.equal(rig.registry.get(r.name), r, 'the same replica object stays in the table');
     assert.deepEqual([r.kind, r.routable, r.removed], ['shared', true, false]);

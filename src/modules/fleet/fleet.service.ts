@@ -117,11 +117,11 @@ export class FleetService {
       throw new DomainError('replica_not_routable', `replica '${name}' is being removed; it cannot be put back into rotation`);
     }
     if (draining && !r.draining) {
-      r.draining = true;
+      r.drain(true);
       this.routing.releasePins(r);
       this.log.info({ event: 'drain', replica: name, cordon: true }, `replica ${name} taken out of rotation`);
     } else if (!draining && r.draining) {
-      r.draining = false;
+      r.drain(false);
       this.log.info({ event: 'undrain', replica: name }, `replica ${name} back in rotation`);
     }
     return r;
@@ -140,7 +140,7 @@ export class FleetService {
   /** Out of rotation at once, pins released; stop once its last request ended or at `deadline`. */
   private async drainAndStop(rec: LaunchRecord, deadline: number): Promise<void> {
     const r = rec.replica;
-    r.draining = true;
+    r.drain(true);
     this.routing.releasePins(r);
     rec.drainDeadline = new Date(Date.now() + Math.max(0, deadline - performance.now())).toISOString();
     this.log.info({ event: 'drain', replica: r.name, outstanding: r.outstanding, drain_deadline: rec.drainDeadline }, `draining ${r.name}`);

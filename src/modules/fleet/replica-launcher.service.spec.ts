@@ -37,8 +37,7 @@ describe('ReplicaLauncher launch timeout and early exits', { timeout: 10_000 }, 
 
     const strict = await fleetRig(t, { launchTimeoutMs: 0 });
     const served = await strict.launchOne();
-    served.ready = true; // health's promotion, as HealthService.setReady does it
-    served.everReady = true;
+    served.health.setReady(true); // health's promotion, as HealthService.setReady does it
     await strict.launcher.checkLaunching();
     assert.deepEqual([served.state, strict.transport.stops.length, strict.book.stats.launchTimeouts], ['ready', 0, 0]);
   });

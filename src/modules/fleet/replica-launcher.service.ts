@@ -187,7 +187,7 @@ export class ReplicaLauncher {
     rec.failure = reason;
     this.book.stats[counter]++;
     const r = rec.replica;
-    r.failed = true;
+    r.markFailed();
     const logPath = r.placement!.logPath;
     const logTail = await rec.transport.tailLog(logPath, LOG_TAIL_LINES).catch((e: Error) => [`(log unavailable: ${e.message})`]);
     const report = {

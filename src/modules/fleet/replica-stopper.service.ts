@@ -42,8 +42,7 @@ export class ReplicaStopper {
   private async run(rec: LaunchRecord): Promise<void> {
     const r = rec.replica;
     rec.stopRequested = true;
-    r.stopping = true;
-    r.draining = true;
+    r.beginStop();
     this.routing.releasePins(r);
     const pid = r.placement?.pid ?? null;
     if (!this.canStop(rec)) {

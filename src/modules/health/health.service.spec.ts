@@ -51,7 +51,7 @@ describe('HealthService fall/rise', () => {
   it('demotes a ready replica on the fall-th consecutive failed probe, not before, and says why once', async (t) => {
     const s = await setup(t, { fall: 3 });
     await s.ticks([503], 2);
-    assert.deepEqual([s.replica.ready, s.replica.failures, s.transitions], [true, 2, []]);
+    assert.deepEqual([s.replica.ready, s.replica.health.failures, s.transitions], [true, 2, []]);
     await s.ticks([503]);
     assert.deepEqual([s.replica.ready, s.transitions], [false, [false]]);
     await s.ticks([503], 2);
@@ -67,7 +67,7 @@ describe('HealthService fall/rise', () => {
   it('promotes an unready replica on the rise-th consecutive good probe; a failure in between starts the count again', async (t) => {
     const s = await setup(t, { rise: 3 }, { ready: false });
     await s.ticks([200, 200, 503, 200, 200]);
-    assert.deepEqual([s.replica.ready, s.replica.successes, s.transitions], [false, 2, []]);
+    assert.deepEqual([s.replica.ready, s.replica.health.successes, s.transitions], [false, 2, []]);
     await s.ticks([200]);
     assert.deepEqual([s.replica.ready, s.transitions], [true, [true]]);
     assert.equal(s.replica.state, 'ready');
@@ -101,7 +101,7 @@ describe('HealthService fall/rise', () => {
     s.fake.release(200);
     await slow;
     assert.equal(s.replica.ready, true);
-    s.replica.stopping = true;
+    s.replica.beginStop();
     s.fake.answer = 503;
     await s.svc.tick();
     assert.deepEqual([s.fake.probes, s.replica.ready], [1, true], 'a replica being stopped is not probed');
@@ -115,7 +115,7 @@ describe('HealthService fall/rise', () => {
     s.registry.remove('r0');
     s.fake.release(503);
     await pending;
-    assert.deepEqual([s.replica.ready, s.replica.failures, s.transitions], [true, 0, []]);
+    assert.deepEqual([s.replica.ready, s.replica.health.failures, s.transitions], [true, 0, []]);
   });
 
   it('demotes at once on a refused connection in the data plane, whatever fall is; rise good probes bring it back', async (t) => {

@@ -90,12 +90,12 @@ export class HealthService {
     const m = await probe(r.endpoint, spec?.path ?? '/metrics', this.settings.timeoutMs, 512 * 1024);
     const total = m.ok && m.body !== undefined ? engineQueue(m.body, spec?.engine) : undefined;
     // Our own requests that started while the sample was taken are in the engine's count too.
-    r.foreignLoad = total === undefined ? 0 : Math.max(0, total - Math.max(before, r.outstanding));
+    r.health.engineLoad(total === undefined ? 0 : Math.max(0, total - Math.max(before, r.outstanding)));
     if (spec === undefined || r.removed) return;
     const ok = total !== undefined;
-    if (ok === r.engineMetricsOk) return;
-    const first = r.engineMetricsOk === null;
-    r.engineMetricsOk = ok;
+    if (ok === r.health.engineMetricsOk) return;
+    const first = r.health.engineMetricsOk === null;
+    r.health.engineMetricsRead(ok);
     if (ok && !first) this.log.info({ event: 'engine_metrics_ok', replica: r.name }, `engine metrics of ${r.name} are readable again`);
     if (!ok) {
       const why =
@@ -109,12 +109,12 @@ export class HealthService {
 
   /** Apply a probe result with hysteresis. */
   record(r: Replica, res: ProbeResult): void {
-    r.lastHealth = {
+    r.health.probed({
       ok: res.ok,
       at: new Date().toISOString(),
       ...(res.status !== undefined ? { status: res.status } : {}),
       ...(res.error !== undefined ? { error: res.error } : {}),
-    };
+    });
     if (res.code !== undefined && TLS_ERROR_CODES.has(res.code)) this.logTlsFailure(r, res.code, res.error ?? '');
     if (res.ok) {
       this.tlsLogged.delete(r);
@@ -127,8 +127,7 @@ export class HealthService {
   /** Data plane: the replica could not be connected to. It is not listening: demote at once. */
   connectFailed(r: Replica, reason: string, code?: string): void {
     if (code !== undefined && TLS_ERROR_CODES.has(code)) this.logTlsFailure(r, code, reason);
-    r.successes = 0;
-    r.failures = Math.max(r.failures, this.settings.fall);
+    r.health.refused(this.settings.fall);
     if (r.ready) this.setReady(r, false, `connect failed: ${reason}`);
   }
 
@@ -138,20 +137,17 @@ export class HealthService {
   }
 
   private success(r: Replica): void {
-    r.failures = 0;
-    r.successes++;
-    if (!r.ready && r.successes >= this.settings.rise) this.setReady(r, true, 'health checks passed');
+    const passes = r.health.passed();
+    if (!r.ready && passes >= this.settings.rise) this.setReady(r, true, 'health checks passed');
   }
 
   private failure(r: Replica, reason: string): void {
-    r.successes = 0;
-    r.failures++;
-    if (r.ready && r.failures >= this.settings.fall) this.setReady(r, false, reason);
+    const fails = r.health.failed();
+    if (r.ready && fails >= this.settings.fall) this.setReady(r, false, reason);
   }
 
   private setReady(r: Replica, ready: boolean, reason: string): void {
-    r.ready = ready;
-    if (ready) r.everReady = true;
+    r.health.setReady(ready);
     this.log.info({ event: ready ? 'ready' : 'unready', replica: r.name, url: r.url, reason }, `replica ${r.name} is ${ready ? 'ready' : 'unready'}`);
     for (const l of this.listeners) l(r, ready);
   }

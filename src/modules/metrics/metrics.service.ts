@@ -95,7 +95,7 @@ export class MetricsService {
       registers: [reg],
       collect() {
         this.reset();
-        for (const r of registry.list) this.set({ replica: r.name }, r.foreignLoad);
+        for (const r of registry.list) this.set({ replica: r.name }, r.health.foreignLoad);
       },
     });
     new Gauge({

@@ -24,7 +24,7 @@ export function registerReadMetrics(reg: Registry, P: string, registry: Registry
     registers: [reg],
     collect() {
       this.reset();
-      for (const r of registry.list) if (r.engineMetricsOk !== null) this.set({ replica: r.name }, r.engineMetricsOk ? 1 : 0);
+      for (const r of registry.list) if (r.health.engineMetricsOk !== null) this.set({ replica: r.name }, r.health.engineMetricsOk ? 1 : 0);
     },
   });
 }

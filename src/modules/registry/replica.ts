@@ -1,18 +1,11 @@
 import type { EngineMetricsSpec } from '../../config/router-config.js';
 import type { ReplicaEndpoint } from './replica-endpoint.js';
 import type { ModelEntry } from './model-entry.js';
+import { ReplicaHealth, type HealthResult } from './replica-health.js';
 
 /** `shared`: a fleet replica another router leads (seen through Redis); routed to, never stopped here. */
 export type ReplicaKind = 'static' | 'launched' | 'adopted' | 'shared';
 export type ReplicaState = 'launching' | 'ready' | 'unready' | 'draining' | 'stopping' | 'failed';
-
-export interface HealthResult {
-  readonly ok: boolean;
-  /** Wall-clock ISO time of the probe. */
-  readonly at: string;
-  readonly status?: number;
-  readonly error?: string;
-}
 
 /** Fleet facts about a launched or adopted replica. */
 export interface ReplicaPlacement {
@@ -46,7 +39,7 @@ export interface Abortable {
  * One row of the replica table. Mutable fields live here so the hot path touches one object, and
  * each has one writing module (docs/design.md, "Who writes what"; test/structure/ownership.test.ts
  * checks it): the registry (`index`, `removed`), health (`ready`, `everReady`, `failures`,
- * `successes`, `lastHealth`, `foreignLoad`), the fleet (`draining`, `stopping`, `failed`,
+ * `successes`, `lastHealth`, `foreignLoad`), the fleet (`drain()`, `beginStop()`, `markFailed()`,
  * `placement.pid`), the proxy (what is in flight, through `occupy()` and `vacate()`), routing (`routed`, `slowness`,
  * `requestSeconds`, `batch`) and the session
  * directory (`pins`, `pinEpoch`).
@@ -56,27 +49,13 @@ export class Replica {
   routed = 0;
   pins = 0;
   pinEpoch = 0;
-  /** Health: consecutive failures/successes for fall/rise hysteresis. */
-  failures = 0;
-  successes = 0;
-  ready: boolean;
-  draining = false;
-  stopping = false;
-  failed = false;
+  /** Health's part (readiness, fall/rise counts, last probe, engine-reported load), changed only by health. */
+  readonly health: ReplicaHealth;
   removed = false;
-  /** True once the replica has been ready at least once. */
-  everReady: boolean;
-  lastHealth: HealthResult | null = null;
-  /**
-   * With several routers: requests the engine reported beyond this router's own at the last sample
-   * (other routers' traffic). 0 with a single router.
-   */
-  foreignLoad = 0;
-  /**
-   * With `engineMetrics`: whether the last scrape could be read (null before the first). Kept by
-   * health; while false, `foreignLoad` is 0 and routing uses the router's own counts.
-   */
-  engineMetricsOk: boolean | null = null;
+  /** The fleet's: out of rotation (cordon or drain), a stop begun, a launch that failed. */
+  private cordoned = false;
+  private stopBegun = false;
+  private launchFailed = false;
   readonly engineMetrics: EngineMetricsSpec | undefined;
   /**
    * Speed-aware load (contract §4.2), kept by routing: seconds per request over the fleet median (1 =
@@ -118,8 +97,7 @@ export class Replica {
   ) {
     this.heldAs = kind;
     this.where = placement;
-    this.ready = initial.ready;
-    this.everReady = initial.everReady ?? initial.ready;
+    this.health = new ReplicaHealth(initial.ready, initial.everReady ?? initial.ready);
     this.maxInflight = initial.maxInflight;
     this.engineMetrics = initial.engineMetrics;
     this.modelsDeclared = initial.models !== undefined;
@@ -154,9 +132,52 @@ export class Replica {
     return this.endpoint.url;
   }
 
+  get ready(): boolean {
+    return this.health.ready;
+  }
+
+  get everReady(): boolean {
+    return this.health.everReady;
+  }
+
+  get lastHealth(): HealthResult | null {
+    return this.health.lastHealth;
+  }
+
+  /** Out of rotation (a cordon, or a drain before a stop); the fleet's call, through {@link drain}. */
+  get draining(): boolean {
+    return this.cordoned;
+  }
+
+  /** Its stop has begun ({@link beginStop}). */
+  get stopping(): boolean {
+    return this.stopBegun;
+  }
+
+  /** Its launch failed ({@link markFailed}). */
+  get failed(): boolean {
+    return this.launchFailed;
+  }
+
+  /** The fleet takes it out of rotation (`true`: cordon or drain) or puts it back (`false`, a cordon only). */
+  drain(out: boolean): void {
+    this.cordoned = out;
+  }
+
+  /** The fleet begins its stop: out of rotation for good. */
+  beginStop(): void {
+    this.stopBegun = true;
+    this.cordoned = true;
+  }
+
+  /** The fleet gave up on its launch. */
+  markFailed(): void {
+    this.launchFailed = true;
+  }
+
   /** What the routing policy balances. */
   get load(): number {
-    return this.outstanding + this.foreignLoad;
+    return this.outstanding + this.health.foreignLoad;
   }
 
   /** Ready (health's word), not draining (the fleet's), not failed, still in the table. */
