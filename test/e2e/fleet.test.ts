@@ -242,7 +242,7 @@ describe('fleet (contract §6)', () => {
     assert.equal(answer.status, 200);
     assert.equal(answer.body.stopped, true);
     assert.equal(answer.body.name, victim);
-    assert.ok(!pidAlive(pid), 'process gone');
+    await waitFor(() => !pidAlive(pid), 5_000, 'the process to be gone');
     assert.deepEqual(await fleetEvents(router), { launch: 2, stop: 1, adoption: 0, launch_failure: 0, launch_timeout: 0, exit: 0 });
     assert.equal(await replicaState(router, victim), undefined);
     await router.waitForLog((l) => l['event'] === 'stop' && l['replica'] === victim && l['pid'] === pid);

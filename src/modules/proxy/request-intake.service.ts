@@ -9,7 +9,7 @@ import type { RouteRequest } from '../routing/route-request.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { BodyReader } from './body-reader.service.js';
 import type { Exchange } from './exchange.js';
-import { quotedModel } from './router-error.js';
+import { quotedModel, type RouterErrorCode } from './router-error.js';
 
 /** Methods refused with 405: TRACE/TRACK echo requests back (credentials included), CONNECT tunnels. */
 const REFUSED_METHODS = new Set(['TRACE', 'TRACK', 'CONNECT']);
@@ -36,19 +36,28 @@ export class RequestIntake {
 
   /** The request's routing keys, or undefined when the exchange was answered here or the client left. */
   async routeRequest(ex: Exchange): Promise<RouteRequest | undefined> {
-    const { req, res } = ex;
-    const header = req.headers[this.affinity.headerName];
-    const url = req.url ?? '/';
-    if (this.lifecycle.stopping || refusedMethod(req.method) || hasDotSegment(url) || isModelList(req.method, url)) {
-      ex.session = this.affinity.resolve(header, undefined).session;
-      if (!this.lifecycle.stopping) return void (isModelList(req.method, url) ? relayModels(ex, this.registry.list) : refuseRequestLine(ex, url));
-      res.setHeader('connection', 'close');
-      return void ex.fail('shutting_down', 'rejected');
-    }
-    const received = await this.takeBody(ex, header);
-    if (received === undefined) return undefined;
+    const header = ex.req.headers[this.affinity.headerName];
+    const read = await this.read(ex, header);
+    if (read === undefined) return undefined;
+    if (read !== 'client_abort' && !('code' in read)) return read;
+    // The one answer of a request routing never sees; its session is the header's when the body gave none.
+    ex.session ??= this.affinity.resolve(header, undefined).session;
+    if (read === 'client_abort') return void ex.end('client_abort');
+    if (read.close !== undefined) ex.res.setHeader('connection', 'close');
+    // An unread body goes with the connection.
+    if (read.close === 'unread') ex.res.once('finish', () => ex.req.socket.destroySoon());
+    if (read.allow !== undefined) ex.res.setHeader('allow', read.allow);
+    ex.fail(read.code, read.cause, read.message);
+  }
+
+  /** Each step in order; the first that answers the request ends it. */
+  private async read(ex: Exchange, header: string | string[] | undefined): Promise<RouteRequest | Answer | undefined> {
+    const early = this.beforeBody(ex, header);
+    if (early !== undefined) return early === 'answered' ? undefined : early;
+    const received = await this.takeBody(ex);
+    if (!Buffer.isBuffer(received)) return received;
     const keys = await this.readKeys(ex, received, header);
-    if (keys === undefined) return undefined;
+    if (!('session' in keys)) return keys;
     const { session, model } = keys;
     // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
     let request: RouteRequest = {
@@ -61,7 +70,7 @@ export class RequestIntake {
     ex.request = request;
     if (model !== undefined && !this.registry.mayServe(model)) {
       // contract §4.3: no replica lists it, and every list is known.
-      return void ex.fail('model_not_found', 'rejected', `the model ${quotedModel(model)} does not exist: no replica of this router serves it`);
+      return { code: 'model_not_found', cause: 'rejected', message: `the model ${quotedModel(model)} does not exist: no replica of this router serves it` };
     }
     if (!this.routing.shared.enabled) return request;
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
@@ -73,26 +82,39 @@ export class RequestIntake {
   }
 
   /**
-   * Reads the body within `--max-body` and the body memory budget (contract §3), its share of the
-   * budget given back when the exchange ends. A refusal (413, 503 `overloaded`, with
-   * `Connection: close`: the unread body goes with the connection) is answered here and a client
-   * that left is recorded; both resolve the session from the header alone.
+   * What is answered before the body is read: shutdown (503 with `Connection: close`), a refused
+   * method or path, `GET /v1/models` ('answered': served from the discovered lists).
    */
-  private async takeBody(ex: Exchange, header: string | string[] | undefined): Promise<Buffer | undefined> {
+  private beforeBody(ex: Exchange, header: string | string[] | undefined): Answer | 'answered' | undefined {
+    const { method } = ex.req;
+    const url = ex.req.url ?? '/';
+    if (this.lifecycle.stopping) return { code: 'shutting_down', cause: 'rejected', close: 'close' };
+    if (refusedMethod(method)) {
+      const path = url.split('?')[0].slice(0, 200);
+      return { code: 'method_not_allowed', cause: 'rejected', message: `${method} is not allowed on ${path}`, allow: ALLOWED_METHODS };
+    }
+    if (hasDotSegment(url))
+      return { code: 'invalid_path', cause: 'rejected', message: 'the request path has a "." or ".." segment (raw or percent-encoded); it is not forwarded' };
+    if (!isModelList(method, url)) return undefined;
+    ex.session = this.affinity.resolve(header, undefined).session;
+    return relayModels(ex, this.registry.list);
+  }
+
+  /**
+   * Reads the body within `--max-body` and the body memory budget (contract §3), its share of the
+   * budget given back when the exchange ends. A refusal (413, 503 `overloaded`) closes the
+   * connection: the unread body goes with it.
+   */
+  private async takeBody(ex: Exchange): Promise<Buffer | Answer> {
     const read = await this.bodies.read(ex.req);
     if (!read.ok) {
-      ex.session = this.affinity.resolve(header, undefined).session;
-      if (read.reason === 'aborted') return void ex.end('client_abort');
-      ex.res.setHeader('connection', 'close');
-      ex.res.once('finish', () => ex.req.socket.destroySoon());
-      if (read.reason === 'too_large')
-        return void ex.fail('body_too_large', 'rejected', `request body is larger than the router accepts (${this.bodies.maxBytes} bytes)`);
-      const budget = this.bodies.capacity;
-      return void ex.fail(
-        'overloaded',
-        'rejected',
-        `request bodies held by the router are at its memory budget (--body-memory ${budget} bytes); retry shortly`,
-      );
+      if (read.reason === 'aborted') return 'client_abort';
+      if (read.reason === 'too_large') {
+        const message = `request body is larger than the router accepts (${this.bodies.maxBytes} bytes)`;
+        return { code: 'body_too_large', cause: 'rejected', message, close: 'unread' };
+      }
+      const message = `request bodies held by the router are at its memory budget (--body-memory ${this.bodies.capacity} bytes); retry shortly`;
+      return { code: 'overloaded', cause: 'rejected', message, close: 'unread' };
     }
     this.bodies.giveOnClose(ex.res, read.held);
     ex.body = read.body;
@@ -103,17 +125,32 @@ export class RequestIntake {
   /**
    * The session and routing keys read from the body as the engine reads it: the bytes themselves,
    * or decoded per `Content-Encoding` (the original bytes are what is forwarded). A refusal (415,
-   * 400 or 413 for the encoding, 400 for a `model` that is not a string) is answered here.
+   * 400 or 413 for the encoding, 400 for a `model` that is not a string) is returned.
    */
-  private async readKeys(ex: Exchange, body: Buffer, header: string | string[] | undefined): Promise<(RequestKeys & { readonly body: Buffer }) | undefined> {
+  private async readKeys(ex: Exchange, body: Buffer, header: string | string[] | undefined): Promise<(RequestKeys & { readonly body: Buffer }) | Refused> {
     const coding = ex.req.headers['content-encoding'];
     const d = coding === undefined || body.length === 0 ? { ok: true as const, body } : await this.bodies.decode(body, coding);
     const keys = this.affinity.resolve(header, d.ok ? d.body : undefined);
     ex.session = keys.session;
-    if (!d.ok) return void ex.fail(d.code, 'rejected', d.message);
-    if (keys.modelType !== undefined) return void ex.fail('invalid_model', 'rejected', `\`model\` must be a string, got ${keys.modelType}`);
+    if (!d.ok) return { code: d.code, cause: 'rejected', message: d.message };
+    if (keys.modelType !== undefined) return { code: 'invalid_model', cause: 'rejected', message: `\`model\` must be a string, got ${keys.modelType}` };
     return { ...keys, body: d.body };
   }
+}
+
+/**
+ * How the intake answers a request it does not route: a router error (with `Connection: close`,
+ * and `'unread'`: the socket dropped once answered, its body left unread; `Allow` for a 405), or
+ * a client that left while its body was read.
+ */
+type Answer = Refused | 'client_abort';
+
+interface Refused {
+  readonly code: RouterErrorCode;
+  readonly cause: 'rejected' | 'no_replica';
+  readonly message?: string | undefined;
+  readonly close?: 'close' | 'unread';
+  readonly allow?: string;
 }
 
 function refusedMethod(method: string | undefined): boolean {
@@ -138,15 +175,6 @@ function hasDotSegment(url: string): boolean {
   return plain.split('/').some((s) => s === '.' || s === '..');
 }
 
-/** TRACE, TRACK, CONNECT: 405 with `Allow`; a path with dot segments: 400. Neither is forwarded. */
-function refuseRequestLine(ex: Exchange, url: string): void {
-  if (refusedMethod(ex.req.method)) {
-    ex.res.setHeader('allow', ALLOWED_METHODS);
-    return ex.fail('method_not_allowed', 'rejected', `${ex.req.method} is not allowed on ${url.split('?')[0].slice(0, 200)}`);
-  }
-  ex.fail('invalid_path', 'rejected', 'the request path has a "." or ".." segment (raw or percent-encoded); it is not forwarded');
-}
-
 /**
  * What one replica contributes to `GET /v1/models`: the entries of its last readable list (model
  * discovery's, `parent` of LoRA adapters included), else the models the router routes to it by
@@ -165,7 +193,7 @@ function entriesOf(r: Replica): readonly ModelEntry[] | undefined {
  * shape. No replica is asked per call, so a client's call costs no fan-out and bounded memory; the
  * answer is at most one discovery period old. Nothing known → 503.
  */
-function relayModels(ex: Exchange, table: readonly Replica[]): void {
+function relayModels(ex: Exchange, table: readonly Replica[]): Answer | 'answered' {
   const byId = new Map<string, ModelEntry>();
   let answered = 0;
   for (const r of table) {
@@ -179,7 +207,7 @@ function relayModels(ex: Exchange, table: readonly Replica[]): void {
     const why = table.some((r) => r.routable)
       ? 'no routable replica has a model list the router could read (affinity_router_replica_models_unreadable)'
       : undefined;
-    return ex.fail('no_replica_available', 'no_replica', why);
+    return { code: 'no_replica_available', cause: 'no_replica', message: why };
   }
   const body = Buffer.from(JSON.stringify({ object: 'list', data: [...byId.values()] }));
   ex.status = 200;
@@ -190,4 +218,5 @@ function relayModels(ex: Exchange, table: readonly Replica[]): void {
   for (const [k, v] of Object.entries(ex.routerHeaders())) ex.res.setHeader(k, v);
   ex.res.setHeader('content-length', body.length);
   ex.res.end(body);
+  return 'answered';
 }

@@ -13,7 +13,7 @@ export type Routed = Exclude<Decision<Replica>, { kind: 'none' } | { kind: 'wait
 
 /** A request waiting for a replica with room: the data plane's side of it. */
 export interface Waiter {
-  /** Routed again each time a place may have freed, without its first-turn body or another router's choice. */
+  /** The request as the intake read it (the queue routes it again as {@link queuedRequest} makes it). */
   readonly request: RouteRequest;
   /** A replica has room: dispatch there (the decision is applied: pinned, counted). */
   admit(d: Routed): void;
@@ -140,8 +140,5 @@ export class AdmissionService implements OnApplicationShutdown {
 
 /** The request as the admission queue routes it when a place frees: no first-turn body, no other router's choice. */
 function queuedRequest(r: RouteRequest): RouteRequest {
-  const q: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = { sessionId: r.sessionId, publish: r.publish };
-  if (r.prefix !== undefined) q.prefix = r.prefix;
-  if (r.model !== undefined) q.model = r.model;
-  return q;
+  return { sessionId: r.sessionId, publish: r.publish, prefix: r.prefix, model: r.model };
 }

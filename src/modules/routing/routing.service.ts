@@ -115,8 +115,8 @@ export class RoutingService {
     if (this.shared.enabled && d.kind !== 'none' && d.kind !== 'wait') {
       const lives = livesOn(d);
       if (req.publish || d.kind !== 'retain') {
-        this.shared.publish(req.sessionId, lives.name);
         this.directory.markSynced(req.sessionId, this.clock.now());
+        this.shared.publish(req.sessionId, lives.name);
       }
       if (req.prefix !== undefined && req.holder !== lives.name) this.shared.publishPrefix(req.prefix, lives.name);
     }
