@@ -5,6 +5,7 @@
  * existing ids, and the same touch on a bare Map. Prints one JSON line on stdout.
  */
 import { SessionDirectory, type PinTarget } from '../src/modules/affinity/session-directory.js';
+import { ReplicaPins } from '../src/modules/registry/replica-pins.js';
 import { gcNow } from './gc-now.js';
 
 /** The JSON line this child prints. */
@@ -67,7 +68,7 @@ function main(): void {
   if (!Number.isInteger(sessions) || sessions < 1 || !Number.isInteger(lookups) || lookups < 1) {
     throw new Error(`usage: session-child.js <sessions> <lookups> (positive integers), got ${process.argv.slice(2).join(' ')}`);
   }
-  const targets: PinTarget[] = [0, 1, 2, 3].map((i) => ({ name: `r${i}`, pinEpoch: 0, pins: 0 }));
+  const targets: PinTarget[] = [0, 1, 2, 3].map((i) => ({ name: `r${i}`, pinning: new ReplicaPins() }));
   gcNow();
   const base = process.memoryUsage();
   const dir = new SessionDirectory<PinTarget>(600_000, sessions);

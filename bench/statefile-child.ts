@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout } from 'node:timers/promises';
 import { SessionDirectory, type PinTarget } from '../src/modules/affinity/session-directory.js';
+import { ReplicaPins } from '../src/modules/registry/replica-pins.js';
 import { writeStateFile } from '../src/modules/state/state-file.js';
 import { pinChunks } from '../src/modules/state/state-pins.js';
 import { hexId } from './workload.js';
@@ -95,7 +96,7 @@ async function main(): Promise<void> {
   if (!(pins > 0) || !(writes > 0) || out === undefined) throw new Error('usage: statefile-child.js <pins> <writes> <dir>');
   mkdirSync(out, { recursive: true });
   const dir = new SessionDirectory<PinTarget>(3_600_000, pins);
-  const target: PinTarget = { name: 's-d0', pinEpoch: 0, pins: 0 };
+  const target: PinTarget = { name: 's-d0', pinning: new ReplicaPins() };
   const random = seededRandom(4);
   for (let i = 0; i < pins; i++) dir.pin(hexId(random), target, 0);
   const oldPath = join(out, 'old.json');

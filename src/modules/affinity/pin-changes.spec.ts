@@ -1,8 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SessionDirectory, type PinTarget } from './session-directory.js';
+import { ReplicaPins } from '../registry/replica-pins.js';
 
-const target = (name: string): PinTarget => ({ name, pinEpoch: 0, pins: 0 });
+const target = (name: string): PinTarget => ({ name, pinning: new ReplicaPins() });
 
 /** What a writer taking the changes now would see: the changed ids (sorted) and released target names. */
 function taken(d: SessionDirectory<PinTarget>): { ids: string[]; released: string[]; overflowed: boolean } {

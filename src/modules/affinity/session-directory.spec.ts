@@ -2,8 +2,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SessionDirectory, type PinTarget } from './session-directory.js';
+import { ReplicaPins } from '../registry/replica-pins.js';
 
-const target = (name: string): PinTarget => ({ name, pinEpoch: 0, pins: 0 });
+const target = (name: string): PinTarget => ({ name, pinning: new ReplicaPins() });
 
 describe('SessionDirectory', () => {
   it('pins, looks up and unpins', () => {
@@ -12,10 +13,10 @@ describe('SessionDirectory', () => {
     d.pin('s', r, 0);
     const l = d.lookup('s', 1);
     assert.equal(l.status, 'live');
-    assert.equal(r.pins, 1);
+    assert.equal(r.pinning.count, 1);
     assert.equal(d.unpin('s', 2), true);
     assert.equal(d.lookup('s', 3).status, 'none');
-    assert.equal(r.pins, 0);
+    assert.equal(r.pinning.count, 0);
   });
 
   it('is alive at ttl-1 s and expired at ttl+1 s; pinning refreshes', () => {
@@ -51,7 +52,7 @@ describe('SessionDirectory', () => {
     assert.equal(d.lookup('s1', 5).status, 'none');
     for (const s of ['s0', 's2', 's3']) assert.equal(d.lookup(s, 5).status, 'live');
     assert.equal(d.evictedLru, 1);
-    assert.equal(r.pins, 3);
+    assert.equal(r.pinning.count, 3);
   });
 
   it('evicts expired pins before live ones when over the cap', () => {
@@ -72,11 +73,11 @@ describe('SessionDirectory', () => {
     for (let i = 0; i < 5; i++) d.pin(`s${i}`, a, i);
     d.pin('other', b, 9);
     d.release(a);
-    assert.equal(a.pins, 0);
+    assert.equal(a.pinning.count, 0);
     assert.equal(d.size, 1);
     assert.equal(d.lookup('s0', 10).status, 'released');
     d.pin('s0', b, 11);
-    assert.equal(b.pins, 2);
+    assert.equal(b.pinning.count, 2);
     assert.equal(d.size, 2);
     assert.equal(d.lookup('s0', 12).status, 'live');
     d.sweep(13);
@@ -118,19 +119,19 @@ class NaiveDirectory {
   status(id: string, now: number): string {
     const e = this.find(id);
     if (!e) return 'none';
-    if (e.epoch !== e.target.pinEpoch) return 'released';
+    if (e.epoch !== e.target.pinning.epoch) return 'released';
     return now - e.lastUsed > this.ttl ? 'expired' : `live:${e.target.name}`;
   }
   pin(id: string, target: PinTarget, now: number): void {
     const e = this.find(id);
     if (e) {
       e.target = target;
-      e.epoch = target.pinEpoch;
+      e.epoch = target.pinning.epoch;
       e.lastUsed = now;
     } else {
-      this.entries.push({ id, target, epoch: target.pinEpoch, lastUsed: now });
+      this.entries.push({ id, target, epoch: target.pinning.epoch, lastUsed: now });
     }
-    const live = () => this.entries.filter((x) => x.epoch === x.target.pinEpoch);
+    const live = () => this.entries.filter((x) => x.epoch === x.target.pinning.epoch);
     while (live().length > this.cap) {
       const victim = live().reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a));
       this.entries = this.entries.filter((x) => x !== victim);
@@ -140,14 +141,14 @@ class NaiveDirectory {
     this.entries = this.entries.filter((x) => x.id !== id);
   }
   sweep(now: number): void {
-    this.entries = this.entries.filter((x) => x.epoch === x.target.pinEpoch && now - x.lastUsed <= this.ttl);
+    this.entries = this.entries.filter((x) => x.epoch === x.target.pinning.epoch && now - x.lastUsed <= this.ttl);
   }
 }
 
 describe('SessionDirectory against an exact LRU + TTL model', () => {
   it('keeps live pins when released ones fill the map (stale entries do not count against the cap)', () => {
-    const t0 = { name: 't0', pinEpoch: 0, pins: 0 };
-    const t1 = { name: 't1', pinEpoch: 0, pins: 0 };
+    const t0 = { name: 't0', pinning: new ReplicaPins() };
+    const t1 = { name: 't1', pinning: new ReplicaPins() };
     const d = new SessionDirectory<PinTarget>(50, 2);
     d.pin('s0', t0, 1);
     d.pin('s1', t1, 2);
@@ -159,8 +160,8 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
   });
 
   it('re-pinning a released entry in place counts it against the cap again (the LRU live pin goes)', () => {
-    const t0 = { name: 't0', pinEpoch: 0, pins: 0 };
-    const t1 = { name: 't1', pinEpoch: 0, pins: 0 };
+    const t0 = { name: 't0', pinning: new ReplicaPins() };
+    const t1 = { name: 't1', pinning: new ReplicaPins() };
     const d = new SessionDirectory<PinTarget>(1_000_000, 2);
     d.pin('s0', t0, 1);
     d.release(t0); // s0 stays in the map, released
@@ -171,7 +172,7 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
     assert.equal(d.lookup('s1', 5).status, 'none');
     assert.equal(d.lookup('s0', 5).status, 'live');
     assert.equal(d.lookup('s2', 5).status, 'live');
-    assert.equal(t0.pins + t1.pins, 2);
+    assert.equal(t0.pinning.count + t1.pinning.count, 2);
     assert.equal(d.evictedLru, 1);
   });
 
@@ -186,8 +187,8 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 80 }), fc.integer({ min: 1, max: 6 }), (ops, cap) => {
-        const targets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinEpoch: 0, pins: 0 }));
-        const modelTargets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinEpoch: 0, pins: 0 }));
+        const targets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinning: new ReplicaPins() }));
+        const modelTargets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinning: new ReplicaPins() }));
         const d = new SessionDirectory<PinTarget>(50, cap);
         const m = new NaiveDirectory(50, cap);
         let now = 0;
@@ -220,23 +221,23 @@ describe('SessionDirectory against an exact LRU + TTL model', () => {
             m.unpin(`s${o.id}`);
           } else if (o.kind === 'release') {
             d.release(targets[o.target]);
-            modelTargets[o.target].pinEpoch++;
+            modelTargets[o.target].pinning.releaseAll();
           } else {
             d.sweep(now);
             m.sweep(now);
             assert.equal(d.size, m.entries.length);
           }
           {
-            const liveModel = m.entries.filter((e) => e.epoch === e.target.pinEpoch).length;
+            const liveModel = m.entries.filter((e) => e.epoch === e.target.pinning.epoch).length;
             assert.equal(d.size, liveModel, 'live pins');
             // liveCount: the pins not yet expired at `now`, read without sweeping anything.
-            const unexpired = m.entries.filter((e) => e.epoch === e.target.pinEpoch && now - e.lastUsed <= 50).length;
+            const unexpired = m.entries.filter((e) => e.epoch === e.target.pinning.epoch && now - e.lastUsed <= 50).length;
             assert.equal(d.liveCount(now), unexpired, 'liveCount');
             assert.equal(d.size, liveModel, 'liveCount changed nothing');
           }
           for (let i = 0; i < 3; i++) {
-            const live = m.entries.filter((e) => e.target === modelTargets[i] && e.epoch === e.target.pinEpoch).length;
-            assert.equal(targets[i].pins, live, `pins of t${i}`);
+            const live = m.entries.filter((e) => e.target === modelTargets[i] && e.epoch === e.target.pinning.epoch).length;
+            assert.equal(targets[i].pinning.count, live, `pins of t${i}`);
           }
         }
       }),
@@ -262,7 +263,7 @@ describe('SessionDirectory passes (the state file reads pins a slice at a time)'
         fc.option(fc.nat(2)),
         fc.array(op, { minLength: 30, maxLength: 150 }),
         (initial, released, ops) => {
-          const targets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinEpoch: 0, pins: 0 }));
+          const targets = [0, 1, 2].map((i) => ({ name: `t${i}`, pinning: new ReplicaPins() }));
           const d = new SessionDirectory<PinTarget>(1e9, 1000); // no expiry, no eviction: only the ops change pins
           let now = 0;
           for (const [id, t] of initial) d.pin(`s${id}`, targets[t], ++now);

@@ -2,6 +2,9 @@ import { PinChanges } from './pin-changes.js';
 import { RecencyList } from './recency-list.js';
 import { TargetTable } from './target-table.js';
 import { ShardedMap, stringShard } from './sharded-map.js';
+import type { PinTarget } from './pin-target.js';
+
+export type { PinCount, PinTarget } from './pin-target.js';
 
 /**
  * The session directory: session id → pinned replica, LRU-capped and idle-TTL'd (contract §4).
@@ -11,19 +14,10 @@ import { ShardedMap, stringShard } from './sharded-map.js';
  * RecencyList over the slots: its head is the least recently used entry and, since TTL is idle
  * time, the first to expire, so eviction and sweeping only look at the head. O(1) per operation.
  *
- * Releasing every pin of a replica (drain, removal) is O(1): the replica's `pinEpoch` moves on and
+ * Releasing every pin of a replica (drain, removal) is O(1): the epoch of its `pinning` moves on and
  * entries holding the old epoch read as released. They do not count against the cap and are dropped
  * when they reach the head (the map never holds more than twice the cap).
  */
-
-/** What a session is pinned to. The registry's replica objects satisfy it structurally. */
-export interface PinTarget {
-  readonly name: string;
-  /** Bumped to release every pin at once. */
-  pinEpoch: number;
-  /** Live pins to this target, kept by the directory. */
-  pins: number;
-}
 
 export type PinLookup<T extends PinTarget> =
   | { readonly status: 'live'; readonly target: T; readonly lastUsed: number }
@@ -114,13 +108,13 @@ export class SessionDirectory<T extends PinTarget> {
     const s = this.map.get(id);
     if (s !== undefined) {
       const oldTarget = this.targets.at(this.targetOf[s]);
-      const wasLive = this.epochOf[s] === oldTarget.pinEpoch;
+      const wasLive = this.epochOf[s] === oldTarget.pinning.epoch;
       if (oldTarget !== target || !wasLive) {
         this.changes?.mark(id);
         this.forget(s);
         this.targetOf[s] = tid;
-        this.epochOf[s] = target.pinEpoch;
-        target.pins++;
+        this.epochOf[s] = target.pinning.epoch;
+        target.pinning.pinned();
       }
       this.lastUsedOf[s] = now;
       this.order.moveToTail(s);
@@ -132,13 +126,13 @@ export class SessionDirectory<T extends PinTarget> {
     const slot = this.allocate();
     this.born?.add(slot);
     this.targetOf[slot] = tid;
-    this.epochOf[slot] = target.pinEpoch;
+    this.epochOf[slot] = target.pinning.epoch;
     this.lastUsedOf[slot] = now;
     if (this.syncedAtOf !== undefined) this.syncedAtOf[slot] = -Infinity;
     this.idOf[slot] = id;
     this.order.append(slot);
     this.map.set(id, slot);
-    target.pins++;
+    target.pinning.pinned();
     if (this.map.size > this.maxSessions) this.evictOverCap(now);
   }
 
@@ -171,10 +165,9 @@ export class SessionDirectory<T extends PinTarget> {
 
   /** Release every pin to `target` at once. */
   release(target: T): void {
-    this.stale += target.pins;
-    if (target.pins > 0) this.changes?.release(target);
-    target.pins = 0;
-    target.pinEpoch++;
+    this.stale += target.pinning.count;
+    if (target.pinning.count > 0) this.changes?.release(target);
+    target.pinning.releaseAll();
   }
 
   /**
@@ -241,14 +234,14 @@ export class SessionDirectory<T extends PinTarget> {
 
   private statusOf(s: number, now: number): PinLookup<T> {
     const target = this.targets.at(this.targetOf[s]);
-    if (this.epochOf[s] !== target.pinEpoch) return { status: 'released', target };
+    if (this.epochOf[s] !== target.pinning.epoch) return { status: 'released', target };
     const lastUsed = this.lastUsedOf[s];
     if (now - lastUsed > this.ttlMs) return { status: 'expired', target };
     return { status: 'live', target, lastUsed };
   }
 
   private isLive(s: number): boolean {
-    return this.epochOf[s] === this.targets.at(this.targetOf[s]).pinEpoch;
+    return this.epochOf[s] === this.targets.at(this.targetOf[s]).pinning.epoch;
   }
 
   /** Remove an entry; a live one is a change (a released one was recorded by its `release`). */
@@ -264,7 +257,7 @@ export class SessionDirectory<T extends PinTarget> {
   /** Account for an entry leaving its target (removed or re-pointed). */
   private forget(s: number): void {
     const t = this.targets.at(this.targetOf[s]);
-    if (this.epochOf[s] === t.pinEpoch) t.pins--;
+    if (this.epochOf[s] === t.pinning.epoch) t.pinning.unpinned();
     else this.stale--;
   }
 

@@ -20,7 +20,7 @@ function replica(
     everReady: o.everReady ?? o.ready ?? true,
     maxInflight: o.max,
   });
-  r.pins = o.pins ?? 0;
+  for (let i = 0; i < (o.pins ?? 0); i++) r.pinning.pinned();
   for (let i = 0; i < (o.load ?? 0); i++) r.occupy({ abort: () => undefined });
   return r;
 }

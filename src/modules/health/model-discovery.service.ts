@@ -23,7 +23,8 @@ export function modelIds(text: string): string[] | undefined {
  * answer (`--models-max-bytes`) keeps the list already known; the replica is then "unreadable",
  * logged once per change and in a gauge, and one whose list was never readable for `--models-grace`
  * stops being a candidate for requests that name a model. The lists kept here are what `GET
- * /v1/models` answers. The only code that changes `Replica.models` and its list.
+ * /v1/models` answers. The only code that changes a replica's `catalog` (a `ReplicaModels`: the
+ * models it serves and its list).
  */
 @Injectable()
 export class ModelDiscovery {
@@ -64,8 +65,7 @@ export class ModelDiscovery {
       if (read.ok) {
         this.unreadableSince.delete(r);
         if (r.modelListOk === false) this.log.info({ event: 'models_readable', replica: r.name }, `the model list of ${r.name} is readable again`);
-        r.modelListOk = true;
-        r.modelsUnknownTooLong = false;
+        r.catalog.listRead(read.entries);
         return this.apply(r, read.entries);
       }
       this.unreadable(r, read.reason);
@@ -80,7 +80,7 @@ export class ModelDiscovery {
   private unreadable(r: Replica, why: string): void {
     const now = performance.now();
     if (r.modelListOk !== false) {
-      r.modelListOk = false;
+      r.catalog.listUnreadable();
       this.unreadableSince.set(r, now);
       const after =
         r.models === undefined
@@ -91,7 +91,7 @@ export class ModelDiscovery {
       if (r.models === undefined) setTimeout(() => this.start(r), this.config.modelsGraceMs).unref();
     }
     if (r.models === undefined && !r.modelsUnknownTooLong && now - (this.unreadableSince.get(r) ?? now) >= this.config.modelsGraceMs) {
-      r.modelsUnknownTooLong = true;
+      r.catalog.markUnknownTooLong();
       this.log.warn(
         { event: 'models_grace_over', replica: r.name },
         `the model list of ${r.name} was never readable within --models-grace; it now takes only requests that name no model`,
@@ -100,12 +100,11 @@ export class ModelDiscovery {
   }
 
   private apply(r: Replica, entries: readonly ModelEntry[]): void {
-    r.modelList = entries;
     const ids = entries.map((m) => m.id);
     const before = r.models;
     const same = before !== undefined && before.size === ids.length && ids.every((id) => before.has(id));
     if (same) return;
-    r.models = new Set(ids);
+    r.catalog.setModels(ids);
     this.log.info({ event: 'models', replica: r.name, models: ids }, `replica ${r.name} serves ${ids.length === 0 ? 'no model' : ids.join(', ')}`);
     const expected = r.placement?.model;
     if (expected !== undefined && !ids.includes(expected)) {

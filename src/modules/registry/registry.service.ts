@@ -35,7 +35,7 @@ export class RegistryService implements OnModuleDestroy {
     if (this.byName.has(r.name)) {
       throw new RegistryError('duplicate_replica', `replica '${r.name}' is already registered`);
     }
-    r.index = this.table.length;
+    r.placeAt(this.table.length);
     this.table.push(r);
     this.byName.set(r.name, r);
     return r;
@@ -46,10 +46,9 @@ export class RegistryService implements OnModuleDestroy {
     const r = this.byName.get(name);
     if (r === undefined) throw new RegistryError('unknown_replica', `no replica named '${name}'`);
     this.table = this.table.filter((x) => x !== r);
-    this.table.forEach((x, i) => (x.index = i));
+    this.table.forEach((x, i) => x.placeAt(i));
     this.byName.delete(name);
-    r.removed = true;
-    r.index = -1;
+    r.markRemoved();
     for (const l of this.removedListeners) l(r);
     // Removal follows a drain, so what is left on these sockets is cut on purpose.
     destroyEndpoint(r.endpoint);

@@ -2,6 +2,9 @@ import type { EngineMetricsSpec } from '../../config/router-config.js';
 import type { ReplicaEndpoint } from './replica-endpoint.js';
 import type { ModelEntry } from './model-entry.js';
 import { ReplicaHealth, type HealthResult } from './replica-health.js';
+import { ReplicaModels } from './replica-models.js';
+import { ReplicaPins } from './replica-pins.js';
+import { ReplicaRouting } from './replica-routing.js';
 
 /** `shared`: a fleet replica another router leads (seen through Redis); routed to, never stopped here. */
 export type ReplicaKind = 'static' | 'launched' | 'adopted' | 'shared';
@@ -36,46 +39,37 @@ export interface Abortable {
 }
 
 /**
- * One row of the replica table. Mutable fields live here so the hot path touches one object, and
- * each has one writing module (docs/design.md, "Who writes what"; test/structure/ownership.test.ts
- * checks it): the registry (`index`, `removed`), health (`ready`, `everReady`, `failures`,
- * `successes`, `lastHealth`, `foreignLoad`), the fleet (`drain()`, `beginStop()`, `markFailed()`,
- * `placement.pid`), the proxy (what is in flight, through `occupy()` and `vacate()`), routing (`routed`, `slowness`,
- * `requestSeconds`, `batch`) and the session
- * directory (`pins`, `pinEpoch`).
+ * One row of the replica table. Its mutable state lives here so the hot path touches one object,
+ * and each piece has one writing module (docs/design.md, "Who writes what"). The compiler checks it:
+ * every mutable field is private, here or in a part, read through getters of the names callers use
+ * and changed only through its owner's named methods (test/structure/ownership.fixture.ts writes
+ * each from outside and must fail to compile; test/structure/ownership.test.ts keeps the calls in
+ * the owner's folder). The registry's: position and removal (`placeAt()`, `markRemoved()`).
+ * Health's: `health`, a `ReplicaHealth` (readiness, fall/rise counts, last probe, engine-reported
+ * load), and `catalog`, a `ReplicaModels` (the models it serves and its last `/v1/models` list, kept
+ * by model discovery). The fleet's: in rotation, stopping, failed (`drain()`, `beginStop()`,
+ * `markFailed()`); `placement.pid` is the fleet's too, checked by the table. The proxy's: what is in
+ * flight (`occupy()`, `vacate()`). Routing's: `routing`, a `ReplicaRouting` (requests routed,
+ * speed-aware load). The session directory's (affinity): `pinning`, a `ReplicaPins` (live pins and
+ * the epoch that releases them all).
  */
 export class Replica {
-  index = -1;
-  routed = 0;
-  pins = 0;
-  pinEpoch = 0;
+  /** The registry's: position in the live table (-1 once removed) and whether it left the table. */
+  private at = -1;
+  private gone = false;
   /** Health's part (readiness, fall/rise counts, last probe, engine-reported load), changed only by health. */
   readonly health: ReplicaHealth;
-  removed = false;
+  /** Routing's part (requests routed, speed-aware load, contract §4.2), changed only by routing. */
+  readonly routing = new ReplicaRouting();
+  /** The models it serves (contract §4.3) and its last list, changed only by health's model discovery. */
+  readonly catalog: ReplicaModels;
+  /** The session directory's part (live pins, release epoch), changed only by the directory. */
+  readonly pinning = new ReplicaPins();
   /** The fleet's: out of rotation (cordon or drain), a stop begun, a launch that failed. */
   private cordoned = false;
   private stopBegun = false;
   private launchFailed = false;
   readonly engineMetrics: EngineMetricsSpec | undefined;
-  /**
-   * Speed-aware load (contract §4.2), kept by routing: seconds per request over the fleet median (1 =
-   * as fast as the median, within tolerance), and the estimate itself (null: never measured).
-   */
-  slowness = 1;
-  requestSeconds: number | null = null;
-  /** Under speed-aware load, the replica's `max_inflight` (what it runs at once; routing.policy.ts `batch`). */
-  batch: number | undefined = undefined;
-  /**
-   * Models it serves (contract §4.3), LoRA adapters included: declared, else its host's model until
-   * discovery reads its `/v1/models`. Undefined while unknown: then it is a candidate for any model.
-   */
-  models: ReadonlySet<string> | undefined;
-  /** The entries of its last readable `/v1/models` list (what `GET /v1/models` answers), kept by discovery. */
-  modelList: readonly ModelEntry[] | undefined = undefined;
-  /** Discovery's last read: true readable, false not (logged once, in a gauge), null not tried. */
-  modelListOk: boolean | null = null;
-  /** Its list was never readable for `--models-grace`: a candidate only for requests naming no model. */
-  modelsUnknownTooLong = false;
   /** The config declared `models`: discovery leaves them alone. */
   readonly modelsDeclared: boolean;
   /** Exchanges and warm copies currently on this replica (the proxy's, through occupy/vacate). */
@@ -101,8 +95,7 @@ export class Replica {
     this.maxInflight = initial.maxInflight;
     this.engineMetrics = initial.engineMetrics;
     this.modelsDeclared = initial.models !== undefined;
-    const expected = initial.models ?? (placement?.model !== undefined ? [placement.model] : undefined);
-    this.models = expected === undefined ? undefined : new Set(expected);
+    this.catalog = new ReplicaModels(initial.models ?? (placement?.model !== undefined ? [placement.model] : undefined));
   }
 
   get kind(): ReplicaKind {
@@ -130,6 +123,66 @@ export class Replica {
 
   get url(): string {
     return this.endpoint.url;
+  }
+
+  /** Position in the live table (index order), -1 once removed. */
+  get index(): number {
+    return this.at;
+  }
+
+  /** Left the table. */
+  get removed(): boolean {
+    return this.gone;
+  }
+
+  /** The registry puts it at position `i` of the live table (on add, and when a removal closes the gap). */
+  placeAt(i: number): void {
+    this.at = i;
+  }
+
+  /** The registry took it out of the table. */
+  markRemoved(): void {
+    this.gone = true;
+    this.at = -1;
+  }
+
+  /** Requests routing sent it. */
+  get routed(): number {
+    return this.routing.routed;
+  }
+  /** Speed-aware load (contract §4.2): seconds per request over the fleet median (1 = as fast as the median). */
+  get slowness(): number {
+    return this.routing.slowness;
+  }
+  /** The speed estimate itself (null: never measured). */
+  get requestSeconds(): number | null {
+    return this.routing.requestSeconds;
+  }
+  /** Under speed-aware load, the replica's `max_inflight` (what it runs at once; routing.policy.ts `batch`). */
+  get batch(): number | undefined {
+    return this.routing.batch;
+  }
+
+  /** Models it serves, LoRA adapters included; undefined while unknown (then a candidate for any model). */
+  get models(): ReadonlySet<string> | undefined {
+    return this.catalog.models;
+  }
+  /** The entries of its last readable `/v1/models` list (what `GET /v1/models` answers). */
+  get modelList(): readonly ModelEntry[] | undefined {
+    return this.catalog.list;
+  }
+  /** Discovery's last read: true readable, false not, null not tried. */
+  get modelListOk(): boolean | null {
+    return this.catalog.listOk;
+  }
+  /** Its list was never readable for `--models-grace`: a candidate only for requests naming no model. */
+  get modelsUnknownTooLong(): boolean {
+    return this.catalog.unknownTooLong;
+  }
+
+  /** Live pins to it (the session directory's count; its release epoch is `pinning.epoch`). */
+  get pins(): number {
+    return this.pinning.count;
   }
 
   get ready(): boolean {

@@ -37,9 +37,7 @@ export class ReplicaSpeeds {
     const f = this.estimator.factors(list);
     for (let i = 0; i < list.length; i++) {
       const r = list[i];
-      r.slowness = f[i].slowness;
-      r.requestSeconds = f[i].seconds;
-      r.batch = r.maxInflight;
+      r.routing.setSpeed(f[i].seconds, f[i].slowness, r.maxInflight);
     }
   }
 }

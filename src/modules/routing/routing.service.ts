@@ -166,12 +166,12 @@ export class RoutingService {
       if (prefix !== undefined) this.metrics.prefixMatched(match?.blocks ?? 0);
     }
     if (d.kind === 'retain') {
-      d.replica.routed++;
+      d.replica.routing.countRouted();
       this.affinityHitCount++;
     } else if (d.kind === 'prefix') {
       // An affinity choice like a retain: the minted session is pinned, the cursor stays.
       this.directory.pin(sessionId, d.replica, now);
-      d.replica.routed++;
+      d.replica.routing.countRouted();
     } else {
       this.apply(sessionId, d.replica, now, model, livesOn(d));
     }
@@ -259,7 +259,7 @@ export class RoutingService {
   /** A new or moved pin (to `home`, by default `r`): pinned, `r` counted, and the tiebreak cursor moves past `r`. */
   private apply(sessionId: string, r: Replica, now: number, model?: string, home = r): void {
     this.directory.pin(sessionId, home, now);
-    r.routed++;
+    r.routing.countRouted();
     const n = this.registry.list.length;
     if (n > 0) this.counter = (r.index + 1) % n;
     if (n > 0 && model !== undefined) {

@@ -9,6 +9,7 @@ import { createAppLogger } from '../../common/logging/logger.js';
 import type { RouterConfig } from '../../config/router-config.js';
 import type { RoutingService } from '../routing/routing.service.js';
 import { SessionDirectory, type PinTarget } from '../affinity/session-directory.js';
+import { ReplicaPins } from '../registry/replica-pins.js';
 import type { LeaderService } from '../cluster/leader.service.js';
 import type { RedisService } from '../cluster/redis.service.js';
 import { LifecycleService } from '../lifecycle/lifecycle.service.js';
@@ -39,7 +40,7 @@ const replica = (slot: string): StateReplica => ({
 function setup(pins: number, path = join(tempDir('ar-statesvc-'), 'state.json'), room = 1_000) {
   const clock = new ManualClock(1_000);
   const directory = new SessionDirectory<PinTarget>(3_600_000, pins + room);
-  const targets = { a: { name: 'h-a', pinEpoch: 0, pins: 0 }, b: { name: 'h-b', pinEpoch: 0, pins: 0 } };
+  const targets = { a: { name: 'h-a', pinning: new ReplicaPins() }, b: { name: 'h-b', pinning: new ReplicaPins() } };
   for (let i = 0; i < pins; i++) directory.pin(`s-${i}`, targets.a, clock.now());
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
