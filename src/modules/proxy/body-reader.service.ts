@@ -23,14 +23,21 @@ export class BodyReader {
     this.maxBytes = config.maxBodyBytes;
   }
 
-  /** The body of `req` (see readBody): refused over `--max-body` or when it does not fit in the budget. */
-  read(req: IncomingMessage): Promise<BodyResult> {
-    return readBody(req, this.maxBytes, this);
-  }
-
-  /** The body as the engine will read it, per its `Content-Encoding` (see decodeForRouting). */
-  decode(body: Buffer, coding: string): Promise<Decoded> {
-    return decodeForRouting(body, coding, this.maxBytes);
+  /**
+   * The body of `req` (see readBody), refused over `--max-body` or when it does not fit in the
+   * budget, and `plain`, the bytes the engine will read: the body itself, or decoded per its
+   * `Content-Encoding` (see decodeForRouting; the original bytes are what is forwarded). Its share
+   * of the budget is given back when `res` closes.
+   */
+  read(req: IncomingMessage, res: ServerResponse): Promise<BodyResult> {
+    return readBody(req, this.maxBytes, this, (body, held) => {
+      this.giveOnClose(res, held);
+      const coding = req.headers['content-encoding'];
+      if (coding === undefined || body.length === 0) return { ok: true, body, plain: body };
+      return decodeForRouting(body, coding, this.maxBytes).then((d): BodyResult =>
+        d.ok ? { ok: true, body, plain: d.body } : { ok: false, reason: 'undecodable', code: d.code, message: d.message },
+      );
+    });
   }
 
   /** Bytes currently taken. */
@@ -58,8 +65,11 @@ export class BodyReader {
 }
 
 export type BodyResult =
-  | { readonly ok: true; readonly body: Buffer; /** bytes taken from the budget, to give back when the exchange ends */ readonly held: number }
-  | { readonly ok: false; readonly reason: 'too_large' | 'over_budget' | 'aborted' };
+  | { readonly ok: true; readonly body: Buffer; readonly plain: Buffer }
+  | { readonly ok: false; readonly reason: 'too_large' | 'over_budget' | 'aborted' }
+  | { readonly ok: false; readonly reason: 'undecodable'; readonly code: Undecodable['code']; readonly message: string };
+
+type Undecodable = Extract<Decoded, { ok: false }>;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -71,11 +81,16 @@ const EMPTY = Buffer.alloc(0);
  * second copy). A chunked body is refused the moment it crosses the cap or the budget. On any
  * refusal or abort, whatever was taken from the budget is given back.
  */
-function readBody(req: IncomingMessage, maxBytes: number, budget: BodyReader): Promise<BodyResult> {
+function readBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  budget: BodyReader,
+  received: (body: Buffer, held: number) => BodyResult | Promise<BodyResult>,
+): Promise<BodyResult> {
   const header = req.headers['content-length'];
   const declared = header === undefined ? undefined : Number(header);
   if (declared !== undefined && declared > maxBytes) return Promise.resolve({ ok: false, reason: 'too_large' });
-  if (req.readableEnded || declared === 0) return Promise.resolve({ ok: true, body: EMPTY, held: 0 });
+  if (req.readableEnded || declared === 0) return Promise.resolve(received(EMPTY, 0));
   if (declared !== undefined && !budget.take(declared)) return Promise.resolve({ ok: false, reason: 'over_budget' });
   return new Promise((resolve) => {
     // Node's parser delivers exactly Content-Length bytes (it rejects any other framing).
@@ -109,7 +124,7 @@ function readBody(req: IncomingMessage, maxBytes: number, budget: BodyReader): P
     const onEnd = (): void => {
       cleanup();
       const body = whole !== undefined ? whole.subarray(0, size) : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
-      resolve({ ok: true, body, held });
+      resolve(received(body, held));
     };
     const onAbort = (): void => refuse('aborted');
     const onClose = (): void => {

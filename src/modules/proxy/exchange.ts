@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CLIENT_ID } from '../../common/client-id.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
 import type { Replica } from '../registry/replica.js';
@@ -7,6 +7,9 @@ import type { Waiter } from '../routing/admission.service.js';
 import type { RouteRequest } from '../routing/route-request.js';
 import { NO_ROUTE, type RouteOutcome } from '../routing/routing.policy.js';
 import { errorBody, ROUTER_ERRORS, streamErrorEvent, type RouterErrorCode } from './router-error.js';
+
+/** `\n\n` as {@link Exchange.tail} holds it: the end of an SSE event. */
+const LF_LF = 0x0a0a;
 
 /** How an exchange ended; exactly one per request (contract §9). */
 export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstream_timeout' | 'no_replica' | 'rejected' | 'internal_error';
@@ -53,8 +56,8 @@ export class Exchange {
    * first byte, and the first and latest relayed chunk of a stream.
    */
   readonly at = { upstreamWritten: 0, upstreamFirstByte: 0, clientFirstByte: 0, firstChunk: 0, lastChunk: 0 };
-  /** Last two bytes relayed, to close a torn SSE event before the router's own. */
-  tail = '';
+  /** Last two bytes relayed (the one before last in the high byte), to close a torn SSE event before the router's own. */
+  tail = 0;
   detail: string | undefined;
   /** Its place in the admission queue while it waits for a replica with room (contract §3). */
   waiter: Waiter | undefined;
@@ -111,7 +114,7 @@ export class Exchange {
   cut(code: 'replica_disconnected' | 'replica_timeout', message: string): void {
     this.clearTimer();
     if (this.stream && !this.res.writableEnded) {
-      const sep = this.tail.endsWith('\n\n') || this.bytesOut === 0 ? '' : '\n\n';
+      const sep = this.tail === LF_LF || this.bytesOut === 0 ? '' : '\n\n';
       this.res.end(sep + streamErrorEvent(code, message));
     } else {
       this.res.destroy();
@@ -133,11 +136,13 @@ export class Exchange {
     return true;
   }
 
-  /** Headers every response carries, errors included (contract §3). */
-  routerHeaders(): Record<string, string> {
-    const h: Record<string, string> = { 'x-request-id': this.id, 'x-router-affinity': this.outcome.header };
-    if (this.session) h['x-session-id'] = this.session.id;
-    if (this.replica) h['x-router-replica'] = this.replica.name;
+  /** Headers every response carries, errors included (contract §3), set on `h` (a new object by default). */
+  routerHeaders<H extends OutgoingHttpHeaders = Record<string, string>>(h: H = {} as H): H {
+    const set = h as OutgoingHttpHeaders;
+    set['x-request-id'] = this.id;
+    set['x-router-affinity'] = this.outcome.header;
+    if (this.session) set['x-session-id'] = this.session.id;
+    if (this.replica) set['x-router-replica'] = this.replica.name;
     return h;
   }
 

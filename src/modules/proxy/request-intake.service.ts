@@ -7,7 +7,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
 import type { RouteRequest } from '../routing/route-request.js';
 import { RoutingService } from '../routing/routing.service.js';
-import { BodyReader } from './body-reader.service.js';
+import { BodyReader, type BodyResult } from './body-reader.service.js';
 import type { Exchange } from './exchange.js';
 import { quotedModel, type RouterErrorCode } from './router-error.js';
 
@@ -34,51 +34,53 @@ export class RequestIntake {
     private readonly bodies: BodyReader,
   ) {}
 
-  /** The request's routing keys, or undefined when the exchange was answered here or the client left. */
+  /**
+   * The request's routing keys, or undefined when the exchange was answered here or the client
+   * left. The steps run in order and the first that answers the request ends it. A request with a
+   * plain body waits for nothing but its body: decoding and the shared store are awaited only when
+   * they apply (each await is a turn of the event loop per request).
+   */
   async routeRequest(ex: Exchange): Promise<RouteRequest | undefined> {
     const header = ex.req.headers[this.affinity.headerName];
-    const read = await this.read(ex, header);
-    if (read === undefined) return undefined;
-    if (read !== 'client_abort' && !('code' in read)) return read;
-    // The one answer of a request routing never sees; its session is the header's when the body gave none.
-    ex.session ??= this.affinity.resolve(header, undefined).session;
-    if (read === 'client_abort') return void ex.end('client_abort');
-    if (read.close !== undefined) ex.res.setHeader('connection', 'close');
-    // An unread body goes with the connection.
-    if (read.close === 'unread') ex.res.once('finish', () => ex.req.socket.destroySoon());
-    if (read.allow !== undefined) ex.res.setHeader('allow', read.allow);
-    ex.fail(read.code, read.cause, read.message);
-  }
-
-  /** Each step in order; the first that answers the request ends it. */
-  private async read(ex: Exchange, header: string | string[] | undefined): Promise<RouteRequest | Answer | undefined> {
     const early = this.beforeBody(ex, header);
-    if (early !== undefined) return early === 'answered' ? undefined : early;
-    const received = await this.takeBody(ex);
-    if (!Buffer.isBuffer(received)) return received;
-    const keys = await this.readKeys(ex, received, header);
-    if (!('session' in keys)) return keys;
+    if (early !== undefined) return early === 'answered' ? undefined : this.answer(ex, header, early);
+    const read = await this.bodies.read(ex.req, ex.res);
+    const plain = this.takeBody(ex, read);
+    if (!Buffer.isBuffer(plain)) return this.answer(ex, header, plain);
+    const keys = this.readKeys(ex, plain, header);
+    if (!('session' in keys)) return this.answer(ex, header, keys);
     const { session, model } = keys;
     // A session-less body was parsed already (resolve); one with an id is read only if it has no pin.
-    let request: RouteRequest = {
+    const request: RouteRequest = {
       sessionId: session.id,
       publish: false,
       prefix: keys.prefix,
       model,
-      body: session.source === 'minted' ? undefined : keys.body,
+      body: session.source === 'minted' ? undefined : plain,
     };
     ex.request = request;
     if (model !== undefined && !this.registry.mayServe(model)) {
       // contract §4.3: no replica lists it, and every list is known.
-      return { code: 'model_not_found', cause: 'rejected', message: `the model ${quotedModel(model)} does not exist: no replica of this router serves it` };
+      const message = `the model ${quotedModel(model)} does not exist: no replica of this router serves it`;
+      return this.answer(ex, header, { code: 'model_not_found', cause: 'rejected', message });
     }
     if (!this.routing.shared.enabled) return request;
     // With a shared store, one bounded Redis read first; select and acquire stay synchronous.
     const { publish, holder } = await this.routing.syncRequest(keys);
     if (ex.closed) return undefined;
-    request = { ...request, publish, holder };
-    ex.request = request;
-    return request;
+    ex.request = { ...request, publish, holder };
+    return ex.request;
+  }
+
+  /** The one answer of a request routing never sees; its session is the header's when the body gave none. */
+  private answer(ex: Exchange, header: string | string[] | undefined, a: Answer): undefined {
+    ex.session ??= this.affinity.resolve(header, undefined).session;
+    if (a === 'client_abort') return void ex.end('client_abort');
+    if (a.close !== undefined) ex.res.setHeader('connection', 'close');
+    // An unread body goes with the connection.
+    if (a.close === 'unread') ex.res.once('finish', () => ex.req.socket.destroySoon());
+    if (a.allow !== undefined) ex.res.setHeader('allow', a.allow);
+    ex.fail(a.code, a.cause, a.message);
   }
 
   /**
@@ -105,36 +107,37 @@ export class RequestIntake {
    * budget given back when the exchange ends. A refusal (413, 503 `overloaded`) closes the
    * connection: the unread body goes with it.
    */
-  private async takeBody(ex: Exchange): Promise<Buffer | Answer> {
-    const read = await this.bodies.read(ex.req);
-    if (!read.ok) {
-      if (read.reason === 'aborted') return 'client_abort';
-      if (read.reason === 'too_large') {
-        const message = `request body is larger than the router accepts (${this.bodies.maxBytes} bytes)`;
-        return { code: 'body_too_large', cause: 'rejected', message, close: 'unread' };
-      }
-      const message = `request bodies held by the router are at its memory budget (--body-memory ${this.bodies.capacity} bytes); retry shortly`;
-      return { code: 'overloaded', cause: 'rejected', message, close: 'unread' };
+  /**
+   * The body as read within `--max-body` and the body memory budget (contract §3): the bytes
+   * routing reads, or the refusal: 413 or 503 `overloaded` (the connection closes, the unread
+   * body going with it), or 415, 400, 413 for its encoding.
+   */
+  private takeBody(ex: Exchange, read: BodyResult): Buffer | Answer {
+    if (read.ok) {
+      ex.body = read.body;
+      ex.bytesIn = read.body.length;
+      return read.plain;
     }
-    this.bodies.giveOnClose(ex.res, read.held);
-    ex.body = read.body;
-    ex.bytesIn = read.body.length;
-    return read.body;
+    if (read.reason === 'aborted') return 'client_abort';
+    if (read.reason === 'undecodable') return { code: read.code, cause: 'rejected', message: read.message };
+    if (read.reason === 'too_large') {
+      const message = `request body is larger than the router accepts (${this.bodies.maxBytes} bytes)`;
+      return { code: 'body_too_large', cause: 'rejected', message, close: 'unread' };
+    }
+    const message = `request bodies held by the router are at its memory budget (--body-memory ${this.bodies.capacity} bytes); retry shortly`;
+    return { code: 'overloaded', cause: 'rejected', message, close: 'unread' };
   }
 
   /**
-   * The session and routing keys read from the body as the engine reads it: the bytes themselves,
-   * or decoded per `Content-Encoding` (the original bytes are what is forwarded). A refusal (415,
-   * 400 or 413 for the encoding, 400 for a `model` that is not a string) is returned.
+   * The session and routing keys read from the body as the engine reads it (`plain`: the bytes
+   * themselves, or decoded per `Content-Encoding`; the original bytes are what is forwarded). A
+   * `model` that is not a string is refused (400).
    */
-  private async readKeys(ex: Exchange, body: Buffer, header: string | string[] | undefined): Promise<(RequestKeys & { readonly body: Buffer }) | Refused> {
-    const coding = ex.req.headers['content-encoding'];
-    const d = coding === undefined || body.length === 0 ? { ok: true as const, body } : await this.bodies.decode(body, coding);
-    const keys = this.affinity.resolve(header, d.ok ? d.body : undefined);
+  private readKeys(ex: Exchange, plain: Buffer, header: string | string[] | undefined): RequestKeys | Refused {
+    const keys = this.affinity.resolve(header, plain);
     ex.session = keys.session;
-    if (!d.ok) return { code: d.code, cause: 'rejected', message: d.message };
     if (keys.modelType !== undefined) return { code: 'invalid_model', cause: 'rejected', message: `\`model\` must be a string, got ${keys.modelType}` };
-    return { ...keys, body: d.body };
+    return keys;
   }
 }
 

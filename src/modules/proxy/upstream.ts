@@ -40,7 +40,7 @@ function appendForwarded(h: OutgoingHttpHeaders, name: string, value: string): v
 
 /** The replica's response headers minus hop-by-hop ones, plus the router's own (contract §3). */
 export function responseHeaders(proxyRes: IncomingMessage, ex: Exchange): OutgoingHttpHeaders {
-  return Object.assign(copyEndToEnd(proxyRes.headers, {}), ex.routerHeaders());
+  return ex.routerHeaders(copyEndToEnd(proxyRes.headers, {}));
 }
 
 /**
@@ -62,7 +62,7 @@ export function relayBody(ex: Exchange, proxyRes: IncomingMessage, chunkGap: (se
       else ex.at.firstChunk = now;
       ex.at.lastChunk = now;
       ex.timer?.refresh();
-      ex.tail = c.length >= 2 ? c.toString('latin1', c.length - 2) : ex.tail.slice(-1) + c.toString('latin1');
+      ex.tail = c.length >= 2 ? (c[c.length - 2] << 8) | c[c.length - 1] : ((ex.tail & 0xff) << 8) | c[0];
     }
     if (!res.write(c)) {
       proxyRes.pause();

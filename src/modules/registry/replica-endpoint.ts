@@ -78,13 +78,17 @@ export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
 /**
  * A request to the replica, on `http` or `https` by its scheme. `opts.agent` says which pool: the
  * data plane's `agent` for client traffic (and warm copies), `probeAgent` for everything else.
+ * `opts` is the caller's fresh object: its `host` and `port` are set here (no copy per request).
  */
 export function requestTo(
   ep: ReplicaEndpoint,
   opts: Omit<http.RequestOptions, 'host' | 'port'>,
   onResponse?: (res: http.IncomingMessage) => void,
 ): http.ClientRequest {
-  return (ep.scheme === 'https' ? https : http).request({ ...opts, host: ep.host, port: ep.port }, onResponse);
+  const o: http.RequestOptions = opts;
+  o.host = ep.host;
+  o.port = ep.port;
+  return (ep.scheme === 'https' ? https : http).request(o, onResponse);
 }
 
 /** Close every connection of an endpoint (the replica left the table). */
