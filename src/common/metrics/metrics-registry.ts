@@ -1,5 +1,5 @@
 import { Injectable, Module } from '@nestjs/common';
-import { Counter, Registry } from 'prom-client';
+import { Counter, Registry, type LabelValues } from 'prom-client';
 
 /** Every metric's name starts with it (contract §9). */
 export const METRIC_PREFIX = 'affinity_router_';
@@ -36,4 +36,30 @@ export function monotonic(reg: Registry, name: string, help: string, label: stri
       }
     },
   });
+}
+
+/**
+ * Counts kept as plain numbers where the event happens and added to a prom-client counter at each
+ * scrape (from its `collect()`): prom-client hashes the label set on every `inc()`, bound children
+ * included, which the data path would pay once per request. Series are keyed by one string the
+ * caller builds; their labels are made once, the first time.
+ */
+export class ScrapedCounts<L extends string> {
+  private readonly series = new Map<string, { readonly labels: LabelValues<L>; n: number; sent: number }>();
+
+  /** One more in the series `key`. */
+  add(key: string, labels: () => LabelValues<L>): void {
+    let s = this.series.get(key);
+    if (s === undefined) this.series.set(key, (s = { labels: labels(), n: 0, sent: 0 }));
+    s.n++;
+  }
+
+  /** Adds what each series grew by since the last scrape to `counter`. */
+  flush(counter: Counter<L>): void {
+    for (const s of this.series.values()) {
+      if (s.n === s.sent) continue;
+      counter.inc(s.labels, s.n - s.sent);
+      s.sent = s.n;
+    }
+  }
 }

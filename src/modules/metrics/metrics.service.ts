@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
-import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
+import { METRIC_PREFIX, MetricsRegistry, monotonic, ScrapedCounts } from '../../common/metrics/metrics-registry.js';
 import { INTERNAL_ERROR_SOURCES, InternalErrors } from '../../common/errors/internal-errors.js';
 import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
@@ -45,17 +45,24 @@ export class MetricsService {
     const reg = (this.registry = metrics.registry);
     const registry = replicas;
     collectDefaultMetrics({ register: reg });
+    const { requestCounts, causeCounts } = this;
     this.requests = new Counter({
       name: `${P}requests_total`,
       help: 'Data-plane requests by route, status, replica, routing decision and requested model.',
       labelNames: ['route', 'status', 'replica', 'decision', 'reason', 'model'],
       registers: [reg],
+      collect() {
+        requestCounts.flush(this);
+      },
     });
     this.terminations = new Counter({
       name: `${P}request_terminations_total`,
       help: 'How data-plane requests ended: ok|client_abort|upstream_error|upstream_timeout|no_replica|rejected|internal_error.',
       labelNames: ['cause'],
       registers: [reg],
+      collect() {
+        causeCounts.flush(this);
+      },
     });
     this.overhead = new Histogram({
       name: `${P}overhead_seconds`,
@@ -173,8 +180,8 @@ export class MetricsService {
    * Label sets are hashed by prom-client on every call; the hot path looks the child series up in a
    * Map keyed by one string instead (bounded like the labels themselves).
    */
-  private readonly requestSeries = new Map<string, { inc(): void }>();
-  private readonly causeSeries = new Map<string, { inc(): void }>();
+  private readonly requestCounts = new ScrapedCounts<'route' | 'status' | 'replica' | 'decision' | 'reason' | 'model'>();
+  private readonly causeCounts = new ScrapedCounts<'cause'>();
   private readonly durationSeries = new Map<string, { observe(v: number): void }>();
   private overheadRequest: { observe(v: number): void } | undefined;
   private overheadResponse: { observe(v: number): void } | undefined;
@@ -186,16 +193,9 @@ export class MetricsService {
     const model = modelLabel(ex.request?.model, this.replicas);
     const { kind: decision, reason, header } = ex.outcome;
     const key = `${route} ${status} ${replica} ${header} ${model}`;
-    let series = this.requestSeries.get(key);
-    if (series === undefined) {
-      series = this.requests.labels({ route, status, replica, decision, reason, model });
-      this.requestSeries.set(key, series);
-    }
-    series.inc();
+    this.requestCounts.add(key, () => ({ route, status, replica, decision, reason, model }));
     const cause = ex.cause ?? 'ok';
-    let c = this.causeSeries.get(cause);
-    if (c === undefined) this.causeSeries.set(cause, (c = this.terminations.labels({ cause })));
-    c.inc();
+    this.causeCounts.add(cause, () => ({ cause }));
     const end = performance.now();
     let d = this.durationSeries.get(route);
     if (d === undefined) this.durationSeries.set(route, (d = this.duration.labels({ route })));
