@@ -177,8 +177,9 @@ export class MetricsService {
   }
 
   /**
-   * Label sets are hashed by prom-client on every call; the hot path looks the child series up in a
-   * Map keyed by one string instead (bounded like the labels themselves).
+   * Label sets are hashed by prom-client on every call: the hot path counts in series keyed by one
+   * string (added to the counters at each scrape) and looks histogram children up the same way
+   * (bounded like the labels themselves).
    */
   private readonly requestCounts = new ScrapedCounts<'route' | 'status' | 'replica' | 'decision' | 'reason' | 'model'>();
   private readonly causeCounts = new ScrapedCounts<'cause'>();

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Histogram } from 'prom-client';
-import { METRIC_PREFIX, MetricsRegistry } from '../../common/metrics/metrics-registry.js';
+import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
 import type { Replica } from '../registry/replica.js';
 
 /**
@@ -11,26 +11,22 @@ import type { Replica } from '../registry/replica.js';
  */
 @Injectable()
 export class ProxyMetrics {
-  private readonly received: Counter;
-  private readonly count: () => void;
+  /** Arrivals as a plain number, added to the counter at each scrape (prom-client hashes labels on every inc()). */
+  private arrivals = 0;
   private readonly gap: Histogram;
   private readonly copies: Counter<'replica' | 'result'>;
 
   constructor(metrics: MetricsRegistry) {
     const reg = metrics.registry;
-    let arrivals = 0;
-    let sent = 0;
-    this.count = () => arrivals++;
-    this.received = new Counter({
-      name: `${METRIC_PREFIX}requests_received_total`,
-      help: 'Data-plane requests received (every one ends with exactly one termination cause).',
-      registers: [reg],
-      // Counted as a plain number per arrival, added at each scrape (prom-client hashes labels on every inc()).
-      collect() {
-        this.inc(arrivals - sent);
-        sent = arrivals;
-      },
-    });
+    monotonic(
+      reg,
+      `${METRIC_PREFIX}requests_received_total`,
+      'Data-plane requests received (every one ends with exactly one termination cause).',
+      undefined,
+      () => ({
+        '': this.arrivals,
+      }),
+    );
     this.gap = new Histogram({
       name: `${METRIC_PREFIX}stream_chunk_gap_seconds`,
       help: 'Streams: gap between consecutive chunks relayed to the client.',
@@ -46,7 +42,7 @@ export class ProxyMetrics {
   }
 
   arrived(): void {
-    this.count();
+    this.arrivals++;
   }
 
   chunkGap(seconds: number): void {

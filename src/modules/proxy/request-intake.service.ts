@@ -103,11 +103,6 @@ export class RequestIntake {
   }
 
   /**
-   * Reads the body within `--max-body` and the body memory budget (contract §3), its share of the
-   * budget given back when the exchange ends. A refusal (413, 503 `overloaded`) closes the
-   * connection: the unread body goes with it.
-   */
-  /**
    * The body as read within `--max-body` and the body memory budget (contract §3): the bytes
    * routing reads, or the refusal: 413 or 503 `overloaded` (the connection closes, the unread
    * body going with it), or 415, 400, 413 for its encoding.
