@@ -12,20 +12,15 @@ import { NestLoggerAdapter } from './common/logging/nest-logger.adapter.js';
 import { ProblemFilter } from './common/errors/problem.filter.js';
 import { LifecycleService } from './modules/lifecycle/lifecycle.service.js';
 import { LeaderService } from './modules/cluster/leader.service.js';
+import { WorkerPool } from './modules/workers/worker-pool.service.js';
+import type { AddressInfo } from 'node:net';
 import { DataPlaneService } from './modules/proxy/data-plane.service.js';
 import { admitAdminRequest } from './common/auth/admin-gate.js';
 import { AdminTokenCheck } from './common/auth/admin-token.js';
 import { adminJsonParser } from './common/errors/admin-json.js';
+import { clientServerOptions, LISTEN_BACKLOG } from './common/http/client-server.js';
 import { clientErrorHandler, frameworkErrorHandler, refuseConnect, refuseWithoutHost } from './common/errors/edge-errors.js';
 
-/** Idle keep-alive of client connections: above the usual ingress idle timeout (60 s). */
-const KEEP_ALIVE_TIMEOUT_MS = 75_000;
-/**
- * Pending connections the kernel holds for the listener (capped by net.core.somaxconn, 4096 on
- * current kernels). Node accepts about one connection per event-loop turn, so under thousands of
- * streams Node's default of 511 filled and new clients' SYNs were dropped (bench w).
- */
-const LISTEN_BACKLOG = 4_096;
 /** Admin bodies are small DTOs. */
 const ADMIN_BODY_LIMIT = 1024 * 1024;
 /**
@@ -60,24 +55,13 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
     // Fastify applies no server option itself, so every connection limit is set on this server.
     serverFactory: (fastifyHandler: http.RequestListener) =>
       refuseConnect(
-        http.createServer(
-          {
-            keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-            // Slow clients (slowloris) are cut: headers within --header-timeout, the whole request
-            // within --body-timeout. Node enforces both per connection without blocking others.
-            requestTimeout: config.bodyTimeoutMs,
-            headersTimeout: Math.min(config.headerTimeoutMs, config.bodyTimeoutMs),
-            connectionsCheckingInterval: 1_000,
-            requireHostHeader: false, // checked below, answered in the router's error shapes
-          },
-          (req, res) => {
-            if (refuseWithoutHost(req, res)) return;
-            // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
-            if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
-            // The admin token is checked before Fastify routes, parses or reads anything (contract §1).
-            else if (log === undefined || admitAdminRequest(req, res, adminAuth, log)) fastifyHandler(req, res);
-          },
-        ),
+        http.createServer(clientServerOptions(config), (req, res) => {
+          if (refuseWithoutHost(req, res)) return;
+          // serve() never throws or rejects: a failure inside is answered 500 there (internalError).
+          if (dataPlane !== undefined && req.url !== undefined && req.url.startsWith('/v1/')) dataPlane.serve(req, res);
+          // The admin token is checked before Fastify routes, parses or reads anything (contract §1).
+          else if (log === undefined || admitAdminRequest(req, res, adminAuth, log)) fastifyHandler(req, res);
+        }),
       ),
     bodyLimit: ADMIN_BODY_LIMIT,
     return503OnClosing: false,
@@ -106,10 +90,20 @@ export async function startRouter(config: RouterConfig, opts: AppOptions = {}): 
   const log = app.get<AppLogger>(APP_LOGGER);
   for (const w of config.warnings) log.warn(w);
   await app.init();
-  await app.listen({ host: config.listenHost, port: config.listenPort, backlog: LISTEN_BACKLOG });
+  const pool = app.get(WorkerPool);
+  let url: string;
+  if (pool.enabled) {
+    // With worker processes the primary's own server takes only the connections the pool keeps
+    // (probes, scrapes, the admin API) and what the workers forward; the pool listens on the port.
+    await app.listen({ host: '127.0.0.1', port: 0, backlog: LISTEN_BACKLOG });
+    const own = app.getHttpServer().address() as AddressInfo;
+    url = await pool.start(app.getHttpServer(), own.port);
+  } else {
+    await app.listen({ host: config.listenHost, port: config.listenPort, backlog: LISTEN_BACKLOG });
+    url = await app.getUrl();
+  }
   app.get(LifecycleService).markRunning();
-  const url = await app.getUrl();
   if (/:0$/.test(config.advertiseUrl)) app.get(LeaderService).setAdvertiseUrl(url);
-  log.info({ event: 'listening', url, replicas: config.replicas.length, hosts: config.hosts.length }, 'affinity-router listening');
+  log.info({ event: 'listening', url, workers: config.workers, replicas: config.replicas.length, hosts: config.hosts.length }, 'affinity-router listening');
   return { app, url, log };
 }

@@ -33,6 +33,7 @@ import {
   section,
   stringList,
   text,
+  workers,
 } from './config.rules.js';
 import { ENGINES, type EngineKind } from './router-config.js';
 
@@ -140,4 +141,6 @@ export class ConfigFileDto {
   @ValidateNested({ message: mustBeObject })
   @Type(() => AutoscaleDto)
   readonly autoscale?: AutoscaleDto;
+
+  @Optional() @Check(workers) readonly workers?: number | 'auto';
 }

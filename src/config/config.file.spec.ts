@@ -64,8 +64,23 @@ describe('config file: format', () => {
     rejects([replica()], 'config', /must be a JSON\/YAML object, got \[/);
   });
 
-  it('allows only replicas, hosts, routing, health and autoscale at the top level', () => {
-    rejects({ replicas: [replica()], nodes: [] }, 'nodes', /unknown field \(allowed here: replicas, hosts, routing, health, autoscale\)/);
+  it('allows only replicas, hosts, routing, health, autoscale and workers at the top level', () => {
+    rejects({ replicas: [replica()], nodes: [] }, 'nodes', /unknown field \(allowed here: replicas, hosts, routing, health, autoscale, workers\)/);
+  });
+
+  it('takes workers as a count or "auto", and names a bad value', () => {
+    assert.equal(load(JSON.stringify({ replicas: [replica()], workers: 3 })).workers, 3);
+    assert.ok(load(JSON.stringify({ replicas: [replica()], workers: 'auto' })).workers >= 1);
+    assert.equal(load(JSON.stringify({ replicas: [replica()] })).workers, 1);
+    rejects({ replicas: [replica()], workers: 0 }, 'workers', /must be a number of worker processes 1\.\.256 or "auto", got 0/);
+    rejects({ replicas: [replica()], workers: 'many' }, 'workers', /1\.\.256 or "auto", got "many"/);
+    const readFile = (): string => JSON.stringify({ replicas: [replica()], workers: 2 });
+    assert.equal(loadRouterConfig(['--config', 'r.json', '--workers', 'auto'], {}, { readFile }).workers >= 1, true, 'the flag wins over the file');
+    assert.equal(loadRouterConfig(['--config', 'r.json'], { ROUTER_WORKERS: '4' }, { readFile }).workers, 4);
+    assert.throws(
+      () => loadRouterConfig(['--config', 'r.json', '--workers', '0'], {}, { readFile }),
+      (e: unknown) => e instanceof ConfigError && e.problems.some((p) => p.path === '--workers' && /1\.\.256 or auto, got "0"/.test(p.message)),
+    );
   });
 
   it('needs at least one replica or host', () => {

@@ -15,7 +15,7 @@
  * - `--admin-open` together with an admin token is an error.
  */
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { ConfigError, type ConfigProblem } from './config-error.js';
 import { buildAutoscale } from './config.autoscale.js';
 import { buildFleet, type Fleet } from './config.fleet.js';
@@ -86,6 +86,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
     configPath: configSetting?.raw,
     listenHost: str('host').replace(/^\[(.*)\]$/, '$1'),
     listenPort,
+    workers: str('workers').trim() === 'auto' ? availableParallelism() : Number(str('workers')),
     replicas: fleet.replicas,
     hosts: fleet.hosts,
     slots: fleet.slots,

@@ -35,6 +35,18 @@ export function checkHostAddress(value: string): string | undefined {
   return `must be a hostname, IPv4 or IPv6 address, ${got(value)}`;
 }
 
+/** Most worker processes accepted: far above any machine's cores, low enough to catch a typo. */
+export const MAX_WORKERS = 256;
+
+/** `--workers`: an integer 1..MAX_WORKERS or `auto`. */
+export function checkWorkers(value: string): string | undefined {
+  const v = value.trim();
+  if (v === 'auto') return undefined;
+  const n = /^\d+$/.test(v) ? Number(v) : NaN;
+  if (n >= 1 && n <= MAX_WORKERS) return undefined;
+  return `must be a number of worker processes 1..${MAX_WORKERS} or auto, ${got(value)}`;
+}
+
 /** An ssh destination `user@host`, `host`, `user@[v6]` or a bare IPv6 address. */
 export function checkSshDestination(value: string): string | undefined {
   const at = value.lastIndexOf('@');
@@ -130,6 +142,11 @@ export const objectList: Rule = (v) => {
   const nested = v.findIndex((e) => Array.isArray(e));
   return nested < 0 ? undefined : `element [${nested}] must be an object, ${got(v[nested])}`;
 };
+/** The file's `workers`: an integer 1..MAX_WORKERS or "auto". */
+export const workers: Rule = (v) =>
+  v === 'auto' || (Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_WORKERS)
+    ? undefined
+    : `must be a number of worker processes 1..${MAX_WORKERS} or "auto", ${got(v)}`;
 export const section: Rule = (v) => (isPlainObject(v) ? undefined : `must be an object, ${got(v)}`);
 
 /** A class-validator decorator from a rule: one message per field, naming the offending value. */

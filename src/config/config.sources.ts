@@ -82,12 +82,13 @@ export function settingResolver(
   };
 }
 
-/** The file's value for `routing.session_ttl`-style paths. */
+/** The file's value for `routing.session_ttl`-style paths, or a top-level key (`workers`). */
 function fileSetting(file: ConfigFileDto | undefined, path: string): Setting['value'] | undefined {
   const [section, field] = path.split('.');
-  const values: unknown = file === undefined ? undefined : (file as unknown as Record<string, unknown>)[section];
+  const top: unknown = file === undefined ? undefined : (file as unknown as Record<string, unknown>)[section];
+  const values: unknown = field === undefined ? { [section]: top } : top;
   if (typeof values !== 'object' || values === null) return undefined;
-  const value: unknown = (values as Record<string, unknown>)[field];
+  const value: unknown = (values as Record<string, unknown>)[field ?? section];
   return typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean' ? value : undefined;
 }
 

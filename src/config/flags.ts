@@ -5,7 +5,7 @@
  * environment, the environment over the config file, the file over the defaults.
  */
 import { childPath, type ConfigProblem } from './config-error.js';
-import { checkHealthPath, checkHostAddress, checkSessionHeader, MAX_DURATION_MS } from './config.rules.js';
+import { checkHealthPath, checkHostAddress, checkSessionHeader, checkWorkers, MAX_DURATION_MS } from './config.rules.js';
 
 /** How a flag's text is parsed. `seconds` values are returned in milliseconds. */
 export type FlagKind = 'seconds' | 'count' | 'port' | 'bytes' | 'string' | 'boolean' | 'enum';
@@ -49,6 +49,10 @@ export const FLAGS = [
   flag('config', 'string', undefined, 'config file: JSON, or YAML when it ends in .yaml/.yml (required)', { aliases: ['--replicas'] }),
   flag('host', 'string', '0.0.0.0', 'address to listen on', { check: checkHostAddress }),
   flag('port', 'port', '8000', 'port to listen on (0 = any free port)'),
+  flag('workers', 'string', '1', 'processes relaying /v1/ traffic on the one port (auto: one per core the process may use); the primary owns the fleet', {
+    file: 'workers',
+    check: checkWorkers,
+  }),
   flag('health-interval', 'seconds', '5', 'seconds between health probes of a replica', { file: 'health.interval' }),
   flag('health-timeout', 'seconds', '2', 'seconds a health probe may take', { file: 'health.timeout' }),
   flag('health-path', 'string', '/health', 'path probed on every replica', { file: 'health.path', check: checkHealthPath }),

@@ -130,6 +130,8 @@ export interface RouterConfigFields {
   readonly configPath: string | undefined;
   readonly listenHost: string;
   readonly listenPort: number;
+  /** Processes relaying `/v1/` traffic (`--workers`, `auto` resolved to the usable cores); 1 = the primary alone. */
+  readonly workers: number;
   readonly replicas: readonly StaticReplicaSpec[];
   readonly hosts: readonly HostSpec[];
   /** Every slot of every host, in fill order (local hosts first, then config order). */

@@ -8,7 +8,7 @@ import { LifecycleService } from './lifecycle.service.js';
 export type ShutdownStep = (deadline: number) => Promise<void>;
 
 /** The steps, in the order they run whichever module registers first. */
-const STEPS = ['admission queue', 'drain'] as const;
+const STEPS = ['workers', 'admission queue', 'drain'] as const;
 export type ShutdownStepName = (typeof STEPS)[number];
 
 /**

@@ -13,6 +13,7 @@ import { registerPrefixMetrics } from './prefix-metrics.js';
 import { registerReadMetrics } from './read-metrics.js';
 import { registerSpeedMetrics } from './speed-metrics.js';
 import { modelLabel, registerModelMetrics } from './model-metrics.js';
+import { WorkerPool } from '../workers/worker-pool.service.js';
 
 const P = METRIC_PREFIX;
 const STATES: readonly ReplicaState[] = ['launching', 'ready', 'unready', 'draining', 'stopping', 'failed'];
@@ -41,6 +42,7 @@ export class MetricsService {
     routing: RoutingService,
     internalErrors: InternalErrors,
     metrics: MetricsRegistry,
+    private readonly workers: WorkerPool,
   ) {
     const reg = (this.registry = metrics.registry);
     const registry = replicas;
@@ -208,7 +210,9 @@ export class MetricsService {
     if (ex.stream && ex.at.lastChunk > 0 && ex.at.firstChunk > 0) this.ttft.observe((ex.at.firstChunk - ex.arrivedAt) / 1000);
   }
 
-  metrics(): Promise<string> {
-    return this.registry.metrics();
+  /** The exposition text; with worker processes, their metrics summed with the primary's (one series per label set). */
+  async metrics(): Promise<string> {
+    if (!this.workers.enabled) return this.registry.metrics();
+    return (await this.workers.aggregate(await this.registry.getMetricsAsJSON())).metrics();
   }
 }

@@ -33,6 +33,7 @@ export class RequestLogService {
       replica: ex.replica?.name,
       decision: ex.outcome.header,
       ...(ex.home !== undefined ? { home: ex.home } : {}),
+      ...(ex.worker !== undefined ? { worker: ex.worker } : {}),
       status: ex.status || (cause === 'client_abort' ? 499 : 0),
       cause,
       bytes_in: ex.bytesIn,

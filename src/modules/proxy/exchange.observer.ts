@@ -50,11 +50,6 @@ export class ExchangeObserver {
       { event: 'internal_error', source: 'data_plane', reqId: ex.id, method: ex.req.method, path: ex.req.url, count, err },
       'internal error while handling a request',
     );
-    try {
-      ex.proxyReq?.destroy();
-      ex.fail('internal_error', 'internal_error', `internal router error (request id ${ex.id})`);
-    } catch {
-      ex.res.destroy();
-    }
+    ex.failInternal();
   }
 }

@@ -23,7 +23,7 @@ export type TerminationCause = 'ok' | 'client_abort' | 'upstream_error' | 'upstr
  */
 export class Exchange {
   readonly id: string;
-  readonly arrivedAt = performance.now();
+  readonly arrivedAt: number;
   /** The session as resolved from the header (and body): the response headers and the log. */
   session: ResolvedSession | undefined;
   /** What routing keys on, extracted once (RequestIntake); undefined for requests answered before routing. */
@@ -61,13 +61,18 @@ export class Exchange {
   detail: string | undefined;
   /** Its place in the admission queue while it waits for a replica with room (contract §3). */
   waiter: Waiter | undefined;
+  /** With `--workers N`: the worker process that served it (the request log's `worker`). */
+  worker: number | undefined;
   /** Set by the proxy: cut this exchange (drain timeout). */
   onAbort: ((reason: string) => void) | undefined;
 
   constructor(
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
+    /** performance.now() at arrival (a worker's request is reported by the primary with the worker's time). */
+    arrivedAt = performance.now(),
   ) {
+    this.arrivedAt = arrivedAt;
     const incoming = req.headers['x-request-id'];
     this.id = typeof incoming === 'string' && CLIENT_ID.test(incoming) ? incoming : randomUUID();
   }
@@ -105,6 +110,16 @@ export class Exchange {
       res.end(body);
     }
     this.status = res.statusCode;
+  }
+
+  /** A router bug while handling it: 500 `internal_error` naming only the request id, or a cut connection once the response started. */
+  failInternal(): void {
+    try {
+      this.proxyReq?.destroy();
+      this.fail('internal_error', 'internal_error', `internal router error (request id ${this.id})`);
+    } catch {
+      this.res.destroy();
+    }
   }
 
   /**

@@ -8,6 +8,7 @@ import { BodyReader } from './body-reader.service.js';
 import { RequestIntake } from './request-intake.service.js';
 import { WarmCopies } from './warm-copy.service.js';
 import { ProxyMetrics } from './proxy.metrics.js';
+import { RemoteExchanges } from './remote-exchanges.service.js';
 import { MetricsRegistryModule } from '../../common/metrics/metrics-registry.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 
@@ -18,7 +19,7 @@ import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
  */
 @Module({
   imports: [RoutingModule, HealthModule, MetricsRegistryModule, LifecycleModule],
-  providers: [DataPlaneService, RequestIntake, ExchangeObserver, SpeedFeed, BodyReader, WarmCopies, ProxyMetrics],
-  exports: [DataPlaneService, ExchangeObserver, WarmCopies],
+  providers: [DataPlaneService, RequestIntake, ExchangeObserver, SpeedFeed, BodyReader, WarmCopies, ProxyMetrics, RemoteExchanges],
+  exports: [DataPlaneService, ExchangeObserver, WarmCopies, RemoteExchanges],
 })
 export class ProxyModule {}

@@ -109,6 +109,11 @@ export class RoutingService {
     return { publish: true, holder: await this.shared.fetchPrefix(keys.prefix) };
   }
 
+  /** Whether routing a request of `sessionId` reads its body now: a first turn (no pin yet) with prefix affinity on. */
+  readsBody(sessionId: string): boolean {
+    return this.policy === 'affinity' && this.prefixes !== undefined && this.directory.lookup(sessionId, this.clock.now()).status === 'none';
+  }
+
   /** Decide where `req` goes and apply it: pinned, counted, and with a shared store, published. */
   route(req: RouteRequest): Decision<Replica> {
     const d = this.decideAndApply(req);

@@ -1,0 +1,207 @@
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { AppLogger } from '../../common/logging/logger.js';
+import type { Replica } from '../registry/replica.js';
+import { requestTo } from '../registry/replica-endpoint.js';
+import { switched, type RouteOutcome } from '../routing/routing.policy.js';
+import type { Exchange } from './exchange.js';
+import { relayBody, responseHeaders, upstreamHeaders } from './upstream.js';
+
+/** The timeouts of an exchange with a replica (contract §3). */
+export interface RelayTimeouts {
+  readonly requestTimeoutMs: number;
+  readonly streamIdleTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+}
+
+/** Where a failed first attempt goes next: another replica (pinned there), or nowhere. */
+export type RetryAnswer = (next: Replica | undefined) => void;
+
+/**
+ * One exchange with a replica, from the decision to the end of the response: the exact bytes go
+ * out with one `http.request` on the replica's keep-alive agent, the answer is relayed chunk by
+ * chunk, a refused or stale connection is retried once elsewhere, timeouts and cuts end it with
+ * the truthful error. What the relay cannot decide itself (health signals, where a retry goes,
+ * what happens once the exchange ends) is the subclass's: the primary's data plane answers from
+ * its own tables, a worker process asks the primary (docs/workers.md).
+ */
+export abstract class ExchangeRelay {
+  constructor(
+    protected readonly timeouts: RelayTimeouts,
+    protected readonly log: AppLogger,
+  ) {}
+
+  /** A response of status >= 500, or a replica that broke the exchange: passive health. */
+  protected abstract upstreamFailed(r: Replica, message: string): void;
+  /** A connection the replica refused: passive health. */
+  protected abstract connectFailed(r: Replica, message: string, code: string | undefined): void;
+  /** A first attempt failed before the replica saw it: pick (and pin) where it goes next, then `answer`. */
+  protected abstract retryTarget(ex: Exchange, failed: Replica, staleReuse: boolean, signal: boolean, err: NodeJS.ErrnoException, answer: RetryAnswer): void;
+  /** The exchange left its replica (retry elsewhere, or the end). */
+  protected abstract released(ex: Exchange): void;
+  /** The client side closed; everything about the exchange is known. */
+  protected abstract finished(ex: Exchange): void;
+  /** Gap between two chunks of a relayed stream. */
+  protected abstract chunkGap(seconds: number): void;
+
+  /** Send `ex` to `r` as routed: the decision's header, the request timeout, the exchange. */
+  protected start(ex: Exchange, outcome: RouteOutcome, r: Replica): void {
+    ex.outcome = outcome;
+    ex.timer = setTimeout(() => this.timedOut(ex, 'request'), this.timeouts.requestTimeoutMs);
+    this.dispatch(ex, r);
+  }
+
+  private dispatch(ex: Exchange, r: Replica): void {
+    // The client may have gone while the body or the shared store was awaited: nothing to send,
+    // and counting it now would never be undone (the close handler already ran).
+    if (ex.closed) return;
+    ex.attempts++;
+    ex.connected = false;
+    ex.occupy(r);
+    const ep = r.endpoint;
+    const body = ex.body!;
+    const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers: upstreamHeaders(ex, ep.hostHeader), agent: ep.agent });
+    ex.proxyReq = proxyReq;
+    proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
+    proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
+    proxyReq.on('error', (err: NodeJS.ErrnoException) => this.onError(err, ex, proxyReq));
+    proxyReq.once('finish', () => (ex.at.upstreamWritten = performance.now()));
+    proxyReq.end(body.length > 0 ? body : undefined);
+  }
+
+  /** A socket was assigned (new or reused): arm the connect timeout if it is still connecting. */
+  private onSocket(proxyReq: ClientRequest, socket: Socket, ex: Exchange): void {
+    if (socket.connecting) {
+      const t = setTimeout(() => {
+        const e: NodeJS.ErrnoException = new Error(`connect to ${ex.replica!.url} timed out after ${this.timeouts.connectTimeoutMs} ms`);
+        e.code = 'ECONNTIMEOUT';
+        proxyReq.destroy(e);
+      }, this.timeouts.connectTimeoutMs);
+      socket.once(ex.replica!.endpoint.scheme === 'https' ? 'secureConnect' : 'connect', () => {
+        clearTimeout(t);
+        ex.connected = true;
+      });
+      socket.once('close', () => clearTimeout(t));
+    } else {
+      ex.connected = true;
+    }
+  }
+
+  /** The replica answered: write its status and headers (plus the router's), then relay the body. */
+  private onResponse(proxyRes: IncomingMessage, ex: Exchange): void {
+    const r = ex.replica!;
+    const res = ex.res;
+    ex.proxyRes = proxyRes;
+    ex.at.upstreamFirstByte = performance.now();
+    ex.status = proxyRes.statusCode ?? 0;
+    if (ex.status >= 500) this.upstreamFailed(r, `status ${ex.status}`);
+    const headers = responseHeaders(proxyRes, ex);
+    ex.stream = (proxyRes.headers['content-type'] ?? '').startsWith('text/event-stream');
+    if (ex.stream) {
+      ex.clearTimer();
+      ex.timer = setTimeout(() => this.timedOut(ex, 'idle'), this.timeouts.streamIdleTimeoutMs);
+    }
+    if (res.headersSent || res.destroyed) return void ex.proxyReq?.destroy();
+    res.writeHead(ex.status, proxyRes.statusMessage, headers);
+    // A stream's headers go out now, as the replica sent them: an engine answers the headers at
+    // once and the first token only after prefill, and a client (or an ingress with a header
+    // timeout) must not wait out the prefill to see the status. A plain answer's headers leave
+    // with its first body bytes, one write instead of two.
+    if (ex.stream) {
+      res.flushHeaders();
+      ex.at.clientFirstByte = performance.now();
+    }
+    relayBody(ex, proxyRes, (seconds) => this.chunkGap(seconds));
+    proxyRes.on('error', () => undefined); // the 'close' check below decides
+    proxyRes.once('close', () => {
+      if (proxyRes.complete) {
+        ex.clearTimer();
+        ex.end('ok');
+      } else {
+        this.broken(ex, 'replica_disconnected', 'the replica closed the stream before it was complete');
+      }
+    });
+  }
+
+  /** The upstream exchange failed (connect, reset, timeout-destroy, TLS). */
+  private onError(err: NodeJS.ErrnoException, ex: Exchange, from: ClientRequest): void {
+    // An error of an attempt already given up (the retry runs on a new request) is not news.
+    if (from !== ex.proxyReq || ex.cause !== undefined || ex.res.destroyed) return;
+    const r = ex.replica!;
+    // Failed before the connection was made (refused, unreachable, DNS, TLS, connect timeout), so
+    // nothing reached the replica.
+    const refused = !ex.connected;
+    const staleReuse = ex.connected && ex.proxyReq?.reusedSocket === true && !ex.proxyRes && err.code === 'ECONNRESET';
+    // Only a refusal (or an unreachable host, a TLS failure) proves the replica is not listening.
+    // A connect timeout is no health signal at all: a replica whose accept queue is full (a
+    // burst, a starved host) looks exactly like a dead host from here, and demoting it would
+    // push its load onto the others. The request is still retried elsewhere; whether the replica
+    // is alive is left to the active probe, which has its own timeout and fall count.
+    const signal = refused && err.code !== 'ECONNTIMEOUT';
+    if ((refused || staleReuse) && ex.attempts < 2) {
+      this.released(ex);
+      ex.proxyReq = undefined;
+      return this.retryTarget(ex, r, staleReuse, signal, err, (next) => {
+        if (next === undefined || ex.closed) return this.unreachable(ex, r, err);
+        this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
+        // The session is now pinned to the retry target; say so.
+        if (next !== r) ex.outcome = switched('unhealthy');
+        this.dispatch(ex, next);
+      });
+    }
+    if (signal) this.connectFailed(r, err.message, err.code);
+    if (refused || staleReuse) return this.unreachable(ex, r, err);
+    if (!ex.res.headersSent) {
+      this.upstreamFailed(r, err.message);
+      return ex.fail('replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
+    }
+    this.broken(ex, 'replica_disconnected', err.message);
+  }
+
+  private unreachable(ex: Exchange, r: Replica, err: Error): void {
+    ex.fail('replica_unreachable', 'upstream_error', `replica ${r.name} is unreachable: ${err.message}`);
+  }
+
+  /** Request timeout (non-stream total) or stream idle timeout fired. */
+  private timedOut(ex: Exchange, which: 'request' | 'idle'): void {
+    if (ex.cause !== undefined) return;
+    const ms = which === 'request' ? this.timeouts.requestTimeoutMs : this.timeouts.streamIdleTimeoutMs;
+    const msg = which === 'request' ? `no complete answer within ${ms} ms` : `no data from the replica for ${ms} ms`;
+    ex.end('upstream_timeout', msg);
+    ex.proxyReq?.destroy();
+    if (!ex.res.headersSent) return ex.fail('replica_timeout', 'upstream_timeout', `replica ${ex.replica?.name} timed out: ${msg}`);
+    ex.cut('replica_timeout', msg);
+  }
+
+  /** The fleet cut the exchange (drain timeout): same client view as a replica that went away. */
+  protected aborted(ex: Exchange, reason: string): void {
+    if (ex.cause !== undefined || ex.res.destroyed) return;
+    ex.end('upstream_error', reason);
+    ex.proxyReq?.destroy();
+    if (!ex.res.headersSent) return ex.fail('replica_disconnected', 'upstream_error', reason);
+    ex.cut('replica_disconnected', reason);
+  }
+
+  /** The upstream broke after the response started. */
+  private broken(ex: Exchange, code: 'replica_disconnected', message: string): void {
+    if (ex.cause !== undefined || ex.res.destroyed) return;
+    ex.end('upstream_error', message);
+    if (ex.replica) this.upstreamFailed(ex.replica, message);
+    ex.cut(code, message);
+  }
+
+  /** The client side is closed (finished or gone): settle everything exactly once. */
+  protected closed(ex: Exchange): void {
+    ex.closed = true;
+    ex.clearTimer();
+    if (!ex.res.writableFinished) {
+      ex.end('client_abort');
+      ex.proxyReq?.destroy();
+    } else {
+      ex.end('ok');
+    }
+    // A client that left before the response started: 499, not the 200 res.statusCode defaults to.
+    if (ex.status === 0) ex.status = ex.cause === 'client_abort' && !ex.res.headersSent ? 499 : ex.res.statusCode;
+    this.finished(ex);
+  }
+}

@@ -1,0 +1,126 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+import type { RouterConfigFields } from '../../config/router-config.js';
+import type { RequestKeys, ResolvedSession } from '../affinity/session-id.js';
+import type { Refused } from './request-reader.js';
+import type { TerminationCause } from './exchange.js';
+import type { RouteOutcome } from '../routing/routing.policy.js';
+
+/*
+ * The messages between the primary and its worker processes (docs/workers.md),
+ * over the fork's IPC channel with V8 serialisation (Buffers pass as bytes). Requests are numbered
+ * per worker (`n`); every request a worker takes sends exactly one `end`, after at most one
+ * `route`.
+ */
+
+/** What the primary needs of a request's head: the request log, the route label, warm copies. */
+export interface RequestHead {
+  readonly id: string;
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+  readonly remoteAddress: string | undefined;
+}
+
+/** How a worker dials a replica; the primary names it, the worker keeps one keep-alive agent per `url`. */
+export interface ReplicaAddress {
+  readonly name: string;
+  readonly url: string;
+  readonly scheme: 'http' | 'https';
+  readonly host: string;
+  readonly port: number;
+  readonly caFile?: string | undefined;
+  readonly tlsVerify?: boolean | undefined;
+}
+
+/** The marks of an exchange in epoch milliseconds (performance.timeOrigin + now), 0 until reached. */
+export interface EpochMarks {
+  readonly arrived: number;
+  readonly upstreamWritten: number;
+  readonly upstreamFirstByte: number;
+  readonly clientFirstByte: number;
+  readonly firstChunk: number;
+  readonly lastChunk: number;
+}
+
+/** Everything the primary reports of a finished request (metrics, the request log, speed). */
+export interface EndRecord {
+  readonly session: ResolvedSession | undefined;
+  readonly model: string | undefined;
+  readonly outcome: RouteOutcome;
+  readonly status: number;
+  readonly cause: TerminationCause;
+  readonly detail: string | undefined;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly attempts: number;
+  readonly stream: boolean;
+  readonly marks: EpochMarks;
+}
+
+export type FromWorker =
+  | { readonly t: 'ready' }
+  | {
+      readonly t: 'route';
+      readonly n: number;
+      readonly head: RequestHead;
+      readonly arrived: number;
+      readonly keys: RequestKeys;
+      /** The body routing may read (a first turn's prompt) or a warm copy sends; else asked for (`body?`) when needed. */
+      readonly body: Uint8Array | undefined;
+    }
+  | { readonly t: 'body'; readonly n: number; readonly body: Uint8Array }
+  | {
+      readonly t: 'retry';
+      readonly n: number;
+      readonly failed: string;
+      readonly staleReuse: boolean;
+      /** A refused connection: a health signal for `failed`. */
+      readonly signal: boolean;
+      readonly message: string;
+      readonly code: string | undefined;
+    }
+  | { readonly t: 'health'; readonly replica: string; readonly kind: 'upstream' | 'connect'; readonly message: string; readonly code: string | undefined }
+  /** `head` only for a request never routed (the primary holds the head of the others). */
+  | { readonly t: 'end'; readonly n: number; readonly head: RequestHead | undefined; readonly record: EndRecord }
+  | { readonly t: 'metrics'; readonly id: number; readonly metrics: MetricObjectWithValues<MetricValue<string>>[] };
+
+export type ToWorker =
+  /** The first message: the primary's configuration, and where its own listener answers what workers forward. */
+  | { readonly t: 'config'; readonly config: RouterConfigFields; readonly primaryPort: number; readonly index: number }
+  | { readonly t: 'grant'; readonly n: number; readonly replica: ReplicaAddress; readonly outcome: RouteOutcome }
+  | { readonly t: 'body?'; readonly n: number }
+  | { readonly t: 'refuse'; readonly n: number; readonly refused: Refused }
+  | { readonly t: 'retried'; readonly n: number; readonly replica: ReplicaAddress | undefined }
+  | { readonly t: 'abort'; readonly n: number; readonly reason: string }
+  | { readonly t: 'stopping' }
+  | { readonly t: 'exit' }
+  | { readonly t: 'metrics?'; readonly id: number }
+  /** A client connection, its handle passed with the message, and the bytes the primary read from it. */
+  | { readonly t: 'conn'; readonly head: Uint8Array };
+
+/**
+ * Messages to one process, sent together once per event-loop turn: under load a turn settles many
+ * requests, and one IPC write per message was a third of the primary's time (bench/RESULTS.md).
+ */
+export class Batcher<T> {
+  private queue: T[] = [];
+  private scheduled = false;
+
+  constructor(private readonly sink: (batch: T[]) => void) {}
+
+  push(m: T): void {
+    this.queue.push(m);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    this.sink(batch);
+  }
+}
