@@ -71,8 +71,6 @@ describe('--workers 2: worker processes relay /v1/ traffic, the primary owns rou
         assert.equal(t2.status, 200);
         later.push({ session, replica: String(t2.headers['x-router-replica']), affinity: String(t2.headers['x-router-affinity']) });
       });
-      left.destroy();
-      right.destroy();
       for (const t of later) {
         assert.equal(t.replica, first.get(t.session), `${t.session}: the later turn is on the replica of the first`);
         assert.equal(t.affinity, 'retain', `${t.session}: retained`);
@@ -95,13 +93,32 @@ describe('--workers 2: worker processes relay /v1/ traffic, the primary owns rou
       const across = [...split.entries()].filter(([s, w]) => s.startsWith('conv-') && w.size === 2 && !w.has(undefined)).length;
       assert.equal(across, conversations, 'every conversation had its two turns served by the two different workers');
 
+      // Session-less conversations (prefix affinity): each turn re-sends the whole message list,
+      // and the turns alternate between the two workers' connections.
+      const chains = 50;
+      for (let c = 0; c < chains; c++) {
+        const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: 'You are a helpful assistant. Answer briefly.' }];
+        const replicas = new Set<string>();
+        for (let turn = 0; turn < 3; turn++) {
+          messages.push({ role: 'user', content: `Conversation ${c}, question ${turn}: what about topic ${c * 7 + turn}?` });
+          const body = JSON.stringify({ model: 'sim-model', messages, max_tokens: 2 });
+          const r = await post(turn % 2 === 0 ? left : right, body);
+          assert.equal(r.status, 200);
+          replicas.add(String(r.headers['x-router-replica']));
+          messages.push({ role: 'assistant', content: `answer ${turn}` });
+        }
+        assert.equal(replicas.size, 1, `session-less conversation ${c} stayed on one replica across workers`);
+      }
+
+      left.destroy();
+      right.destroy();
       // A stream relayed by a worker: its chunk gaps and its request reach the primary's /metrics once.
       const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat('streamed', true, 5) });
       assert.equal(await s.done, 'end');
       const text = (await simRequest(`${router.url}/metrics`)).body.toString();
       const { samples, problems } = parseProm(text);
       assert.deepEqual(problems, []);
-      const total = 2 * conversations + 3;
+      const total = 2 * conversations + 3 * chains + 3;
       assert.equal(sum(samples, 'affinity_router_requests_total', { route: '/v1/chat/completions' }), total, 'each request counted once');
       assert.equal(sum(samples, 'affinity_router_requests_received_total'), sum(samples, 'affinity_router_requests_total'));
       assert.ok(sum(samples, 'affinity_router_stream_chunk_gap_seconds_count') >= 4, "the stream's gaps, observed in a worker, are in the primary's answer");
