@@ -29,12 +29,10 @@ function main(): void {
     leaving = true;
     server?.close();
     server?.closeIdleConnections();
-    const check = setInterval(() => {
+    // Kept alive by this check while requests finish; the primary kills it past its drain deadline.
+    setInterval(() => {
       if ((plane?.busy ?? 0) === 0) process.exit(0);
     }, 50);
-    check.unref();
-    // Keep the process alive while requests finish; the primary kills it past its drain deadline.
-    setInterval(() => undefined, 1_000);
   };
   const receive = (m: ToWorker, handle?: Socket): void => {
     if (m.t === 'config') {

@@ -91,7 +91,7 @@ export class DataPlaneService extends ExchangeRelay {
 
   protected retryTarget(ex: Exchange, failed: Replica, staleReuse: boolean, signal: boolean, err: NodeJS.ErrnoException, answer: RetryAnswer): void {
     if (signal) this.connectFailed(failed, err.message, err.code);
-    answer(this.routing.reroute(ex.request!, failed) ?? (staleReuse && failed.routable ? failed : undefined));
+    answer(this.routing.retryTarget(ex.request!, failed, staleReuse));
   }
 
   protected chunkGap(seconds: number): void {

@@ -104,13 +104,9 @@ export class RemoteExchanges {
     const held = this.live.get(link);
     this.live.delete(link);
     for (const { ex } of held?.values() ?? []) {
-      ex.closed = true;
-      if (ex.waiter !== undefined) this.admission.leave(ex.waiter);
       ex.end('internal_error', why);
       ex.status = 500;
-      if (ex.vacate()) this.admission.pump();
-      this.internalErrors.record('data_plane');
-      this.observer.ended(ex);
+      this.settle(ex);
     }
   }
 
@@ -174,7 +170,7 @@ export class RemoteExchanges {
     const ex = held.ex;
     if (ex.vacate()) this.admission.pump();
     if (m.signal) this.health.connectFailed(r, m.message, m.code);
-    const next = this.routing.reroute(ex.request!, r) ?? (m.staleReuse && r.routable ? r : undefined);
+    const next = this.routing.retryTarget(ex.request!, r, m.staleReuse);
     if (next !== undefined) {
       ex.occupy(next);
       if (next !== r) ex.outcome = switched('unhealthy');
@@ -193,8 +189,6 @@ export class RemoteExchanges {
       ex.worker = link.index;
       this.observer.arrived();
     }
-    ex.closed = true;
-    if (ex.waiter !== undefined) this.admission.leave(ex.waiter);
     ex.session = rec.session;
     if (ex.request === undefined && rec.model !== undefined) ex.request = { sessionId: rec.session?.id ?? '', publish: false, model: rec.model };
     ex.outcome = rec.outcome;
@@ -210,8 +204,15 @@ export class RemoteExchanges {
     at.clientFirstByte = local(rec.marks.clientFirstByte);
     at.firstChunk = local(rec.marks.firstChunk);
     at.lastChunk = local(rec.marks.lastChunk);
+    this.settle(ex);
+  }
+
+  /** The client side of `ex` is gone: out of the queue, its place freed, observed once. */
+  private settle(ex: Exchange): void {
+    ex.closed = true;
+    if (ex.waiter !== undefined) this.admission.leave(ex.waiter);
     if (ex.vacate()) this.admission.pump();
-    if (rec.cause === 'internal_error') this.internalErrors.record('data_plane');
+    if (ex.cause === 'internal_error') this.internalErrors.record('data_plane');
     this.observer.ended(ex);
   }
 

@@ -235,6 +235,14 @@ export class RoutingService {
     return r;
   }
 
+  /**
+   * Where a first attempt that failed before `failed` saw it goes next: {@link reroute}, else (a
+   * stale kept-alive socket, the replica still routable) `failed` itself on a new connection.
+   */
+  retryTarget(req: RouteRequest, failed: Replica, staleReuse: boolean): Replica | undefined {
+    return this.reroute(req, failed) ?? (staleReuse && failed.routable ? failed : undefined);
+  }
+
   /** Pin a session by hand (admin). */
   pin(sessionId: string, r: Replica): void {
     const now = this.clock.now();
