@@ -8,6 +8,8 @@
  *   --sims N           simulators behind the router/nginx in a, b, c (default 2)
  *   --out DIR          where results/, charts/ and RESULTS*.md go (default: the bench/ folder)
  *   --without T,...    act as if these tools were not installed (wrk, nginx, haproxy)
+ *   --workers N        run every router with `--workers N` (default 1); (a), (c), (e) and (x) also
+ *                      measure a 2-worker row beside the default one in the same run
  */
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +51,8 @@ export interface BenchOptions {
   readonly only: readonly string[] | null;
   readonly durationOverride: number | null;
   readonly sims: number;
+  /** `--workers` of every router the bench starts (the extra 2-worker rows keep their 2). */
+  readonly workers: number;
   /** Tools to treat as absent (`--without`), to exercise the fallbacks. */
   readonly without: readonly string[];
   /** Directory receiving `results/`, `charts/` and the RESULTS file. */
@@ -146,6 +150,7 @@ const FLAGS = {
   only: { type: 'string' },
   duration: { type: 'string' },
   sims: { type: 'string' },
+  workers: { type: 'string' },
   out: { type: 'string' },
   without: { type: 'string' },
 } as const;
@@ -176,6 +181,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   let only: string[] | null = null;
   let durationOverride: number | null = null;
   let sims = 2;
+  let workers = 1;
   let outDir = BENCH_DIR;
   let without: string[] = [];
   const { tokens } = parseArgs({ args: [...argv], options: FLAGS, strict: false, allowPositionals: true, tokens: true });
@@ -205,6 +211,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
         break;
       case 'sims':
         sims = positive(flag, value, true);
+        break;
+      case 'workers':
+        workers = positive(flag, value, true);
         break;
       case 'out':
         outDir = resolve(value);
@@ -240,6 +249,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     only,
     durationOverride,
     sims,
+    workers,
     without,
     outDir,
     resultsDir: resolve(outDir, 'results', sub),

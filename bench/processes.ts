@@ -51,12 +51,52 @@ export async function answers(url: string, status = 200): Promise<boolean> {
   }
 }
 
-/** Resident set size (MiB) and open file descriptors of a live process, from /proc. */
+/**
+ * `pid` and every live descendant (from /proc/<pid>/task/<tid>/children): a router started with
+ * `--workers N` is its primary and N forked workers, and its cost is theirs together.
+ */
+export function processTree(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (p: number): void => {
+    out.push(p);
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return; // gone meanwhile
+    }
+    for (const t of tasks) {
+      let children: string;
+      try {
+        children = readFileSync(`/proc/${p}/task/${t}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const c of children.split(' ')) if (c.trim() !== '') visit(Number(c));
+    }
+  };
+  visit(pid);
+  return out;
+}
+
+/** Resident set size (MiB) and open file descriptors of a live process and its descendants, from /proc. */
 export function procStats(pid: number): { rssMiB: number; fds: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-  if (m === null) throw new Error(`/proc/${pid}/status has no VmRSS line`);
-  return { rssMiB: Number(m[1]) / 1024, fds: readdirSync(`/proc/${pid}/fd`).length };
+  let rssMiB = 0;
+  let fds = 0;
+  for (const p of processTree(pid)) {
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${p}/status`, 'utf8');
+      fds += readdirSync(`/proc/${p}/fd`).length;
+    } catch (e: unknown) {
+      if (p === pid) throw e;
+      continue; // a descendant that exited meanwhile
+    }
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    if (m === null) throw new Error(`/proc/${p}/status has no VmRSS line`);
+    rssMiB += Number(m[1]) / 1024;
+  }
+  return { rssMiB, fds };
 }
 
 /** Starts `n` simulators named `<prefix><i>` with the same extra flags. */
@@ -92,7 +132,7 @@ let routerSeq = 0;
 /**
  * Writes a config with `sims` as static replicas and starts the router on a free loopback port
  * (`--log-level warn`, so the per-request info line is not written), resolving once `/readyz`
- * answers 200. Extra `flags` go last (they win). `nodeArgs` go before the entry (e.g. profiling).
+ * answers 200. `--workers` comes from the bench's own `--workers`; extra `flags` go last (they win). `nodeArgs` go before the entry (e.g. profiling).
  */
 export async function startRouter(
   ctx: BenchContext,
@@ -108,7 +148,8 @@ export async function startRouter(
   const file = join(ctx.tmpDir, `router-${++routerSeq}.json`);
   writeFileSync(file, JSON.stringify(config, null, 2));
   const port = await freePort();
-  const args = [...nodeArgs, entry, '--config', file, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...flags];
+  const workers = ctx.options.workers === 1 ? [] : ['--workers', String(ctx.options.workers)];
+  const args = [...nodeArgs, entry, '--config', file, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn', ...workers, ...flags];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
   let out = '';

@@ -144,7 +144,8 @@ export async function runPhase(ctx: BenchContext, plan: PhasePlan): Promise<Phas
     const config = join(ctx.tmpDir, 'w-router.json');
     writeFileSync(config, JSON.stringify({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) }, null, 2));
     // As an operator runs it: default health settings and log level, JSON log lines to a file.
-    const router = await startQuietRouter(['--config', config]);
+    const workers = ctx.options.workers === 1 ? [] : ['--workers', String(ctx.options.workers)];
+    const router = await startQuietRouter(['--config', config, ...workers]);
     try {
       return await measure(ctx, plan, sims, router.url, router.pid, router);
     } finally {

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseProm, type Sample } from '../test/support/prom.js';
-import { procStats } from './processes.js';
+import { processTree, procStats } from './processes.js';
 
 const CLK_TCK = ((): number => {
   const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
@@ -19,8 +19,8 @@ const CLK_TCK = ((): number => {
   return Number.isInteger(n) && n > 0 ? n : 100;
 })();
 
-/** User + system CPU seconds a live process used so far (/proc/<pid>/stat utime + stime); NaN once it is gone. */
-export function cpuSeconds(pid: number): number {
+/** User + system CPU seconds of one live process so far (/proc/<pid>/stat utime + stime); NaN once it is gone. */
+function ownCpuSeconds(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces) start at ") "; utime and stime are fields 14 and 15.
@@ -29,6 +29,20 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * User + system CPU seconds a live process and its live descendants (a router's workers) used so
+ * far; NaN once the process itself is gone. A descendant that exited meanwhile is not counted.
+ */
+export function cpuSeconds(pid: number): number {
+  let total = ownCpuSeconds(pid);
+  if (Number.isNaN(total)) return NaN;
+  for (const p of processTree(pid).slice(1)) {
+    const own = ownCpuSeconds(p);
+    if (!Number.isNaN(own)) total += own;
+  }
+  return total;
 }
 
 /** Busy and total CPU time of the whole machine so far (/proc/stat, every core), in seconds. */

@@ -125,6 +125,9 @@ async function runRow(
   }
 }
 
+/** Row (a) through one router with `--workers 2` (issue 28): a conversation's turns reach both workers. */
+const WORKERS_LABEL = 'no session ids, 2 workers';
+
 /** One router with `flags`; `env` set only while it starts (the child inherits it). */
 async function one(ctx: BenchContext, sims: readonly SimProcess[], flags: string[], env: Record<string, string> = {}): Promise<RouterSet> {
   const saved = Object.keys(env).map((k) => [k, process.env[k]] as const);
@@ -157,6 +160,8 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   rows.push(await runRow(ctx, { group: 'a', label: 'session ids', ids: true }, base, KV_OWN, (s) => one(ctx, s, aff)));
   rows.push(await runRow(ctx, { group: 'a', label: 'no session ids', ids: false }, base, KV_OWN, (s) => one(ctx, s, aff)));
   rows.push(await runRow(ctx, { group: 'a', label: 'no session ids, round-robin', ids: false }, base, KV_OWN, (s) => one(ctx, s, rr)));
+  const workers = [...aff, '--workers', '2'];
+  rows.push(await runRow(ctx, { group: 'a', label: WORKERS_LABEL, ids: false }, base, KV_OWN, (s) => one(ctx, s, workers)));
   const redis = await startBenchRedis();
   if (redis !== null) {
     try {
@@ -179,6 +184,8 @@ function report(rows: Row[], spec: PrefixWorkloadSpec, sharedSpec: PrefixWorkloa
   const ids = find('a', 'session ids');
   const noIds = find('a', 'no session ids');
   const two = rows.find((r) => r.group === 'd');
+  const workers = find('a', WORKERS_LABEL);
+  const workersShare = workers && noIds ? workers.hitRate / noIds.hitRate : NaN;
   const bAlone = find('b', 'session affinity alone');
   const bFirst = find('b', 'session ids + first turns by prefix');
   const bRr = find('b', 'round-robin');
@@ -194,6 +201,11 @@ function report(rows: Row[], spec: PrefixWorkloadSpec, sharedSpec: PrefixWorkloa
       target: '(x a) no session ids: TTFT mean ≤ 1.15× with session ids',
       measured: `${fmt(ttftRatio, 2)}× (${fmt(noIds?.ttftMeanMs, 1)} vs ${fmt(ids?.ttftMeanMs, 1)} ms)`,
       pass: Number.isNaN(ttftRatio) ? null : ttftRatio <= 1.15,
+    },
+    {
+      target: '(x a) 2 workers, no session ids: hit rate ≥ 95% of 1 worker',
+      measured: `${fmt(workersShare * 100, 1)}% (${fmt(workers?.hitRate, 3)} vs ${fmt(noIds?.hitRate, 3)}), ${workers === undefined ? '—' : workers.sent - workers.ok} failed`,
+      pass: Number.isNaN(workersShare) || workers === undefined ? null : workersShare >= 0.95 && workers.ok === workers.sent,
     },
     {
       target: '(x d) 2 routers + Redis, no session ids: hit rate within 0.05 of one router',

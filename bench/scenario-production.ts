@@ -229,7 +229,7 @@ export function summarize(ctx: Pick<BenchContext, 'options'>, router: PhaseResul
     },
     {
       target: "(w) the router's /health answered 200 with every replica ready throughout",
-      measured: `${n(r.routerHealth.polls - r.routerHealth.bad)}/${n(r.routerHealth.polls)} polls (slowest ${fmt(r.routerHealth.maxMs, 0)} ms)`,
+      measured: `${n(r.routerHealth.polls - r.routerHealth.bad)}/${n(r.routerHealth.polls)} polls (p99 ${fmt(r.routerHealth.p99Ms, 0)} ms, slowest ${fmt(r.routerHealth.maxMs, 0)} ms)`,
       pass: r.routerHealth.bad === 0 && r.routerHealth.polls > 0,
     },
     {
@@ -336,9 +336,14 @@ export function summarize(ctx: Pick<BenchContext, 'options'>, router: PhaseResul
   ];
   const notes = [
     `Simulators: ${SIMS} × \`${PRODUCTION_SIM_ARGS.join(' ')}\`, restarted for each phase. Load: ${plan.productionStreams} resident streams started over ${plan.productionRampS} s, each running conversations of 1–5 turns back to back, plus new conversations arriving as a Poisson process at ${plan.productionRate}/s; system prompts of 100–1,400 words (first-turn TTFT 80–470 ms before any queueing), 10–60 new user words per turn, 32–256 tokens per answer; 30% of conversations carry \`X-Session-Id\`, 30% a body \`session_id\`, 40% no id (prefix routing); 2% of streams are dropped by the client after a random number of events. Router phase ${plan.productionS} s after the ramp, node proxy phase ${plan.productionCompareS} s; no turn starts after that, the streams in flight finish.`,
-    `The router runs as an operator runs it: \`node dist-test/src/main.js --config <4 static replicas> --host 127.0.0.1 --port 0\`, default health settings (probe every 5 s, 2 s timeout, 2 failures to demote) and log level (info, JSON lines to a file). The plain Node pipe proxy (node-proxy.ts) runs with no socket cap per upstream (\`NODE_PROXY_MAX_SOCKETS=Infinity\`), like the router.`,
+    `The router runs as an operator runs it: \`node dist-test/src/main.js --config <4 static replicas> --host 127.0.0.1 --port 0${ctx.options.workers === 1 ? '' : ` --workers ${ctx.options.workers}`}\`, default health settings (probe every 5 s, 2 s timeout, 2 failures to demote) and log level (info, JSON lines to a file). The plain Node pipe proxy (node-proxy.ts) runs with no socket cap per upstream (\`NODE_PROXY_MAX_SOCKETS=Infinity\`), like the router.`,
     `With --max-running 256 and ~500 streams per replica, about half of every replica's streams wait in the engine's queue: the first-event times above include that wait (the simulators' own mean TTFT, queue included: ${fmt(router.sims.ttftMeanMs, 0)} ms). Accept queue: the \`rx_queue\` of the proxy's LISTEN socket in /proc/net/tcp, every second (Node listens with a backlog of 511; libuv accepts one connection per event-loop turn, so a busy proxy drains it slowly); listen overflows: the kernel's TcpExt ListenOverflows over the phase, every socket of the machine.`,
     `Event-loop delay: prom-client's default \`nodejs_eventloop_lag_p99_seconds\` / \`_max_seconds\` in the router's /metrics, scraped every 5 s (prom-client restarts its histogram at each scrape, so each scrape is one 5-s window); its 10 ms sampling period is subtracted. CPU: utime + stime from /proc/<pid>/stat at each 1-s progress tick of the generator, over the steady window (the ramp and the first 10 s after it left out), divided by the SSE events the clients received in that window. RSS and fds: /proc/<pid>/status and /proc/<pid>/fd every second. Machine busy %: /proc/stat over the same window, all cores.`,
+    ...(ctx.options.workers === 1
+      ? []
+      : [
+          `With --workers ${ctx.options.workers}, the router's CPU, RSS and fds are the primary's and its workers' together (every descendant in /proc), the event-loop delay and the /health poller are the primary's (which answers the probes and relays no tokens).`,
+        ]),
     `Router CPU per relayed chunk: ${fmt(router.window.proxyUsPerChunk, 2)} µs vs ${fmt(proxy.window.proxyUsPerChunk, 2)} µs for the plain Node pipe proxy (${fmt(ratio, 2)}×). The router also reads each request body (session peek, prefix hashing of up to a few KB of prompt), keeps a session directory and writes one log line per request; the pipe proxy does none of that.`,
   ];
   for (const p of [router, proxy]) {

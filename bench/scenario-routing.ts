@@ -43,6 +43,8 @@ export const ROUTING_SIM_ARGS = [
   '8',
 ];
 const REPLICAS = 3;
+/** The affinity row through one router with `--workers 2` (issue 28): its turns land on both workers. */
+const WORKERS_POLICY_ROW = 'affinity, 2 workers';
 
 /** One policy's numbers. */
 export interface PolicyRow {
@@ -199,6 +201,9 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const rows: PolicyRow[] = [];
   for (const policy of POLICIES)
     rows.push(await runRow(ctx, policy, spec, async (sims) => routerSet([await startRouter(ctx, sims, ['--routing-policy', policy])])));
+  rows.push(
+    await runRow(ctx, WORKERS_POLICY_ROW, spec, async (sims) => routerSet([await startRouter(ctx, sims, ['--routing-policy', 'affinity', '--workers', '2'])])),
+  );
   const shared = await runSharedRow(ctx, spec);
   const missing = 'crashed' in shared ? shared : null;
   if ('crashed' in shared) ctx.log(`e: ${SHARED_ROW}: no row, ${shared.reason}`);
@@ -208,6 +213,8 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const rr = by('round-robin');
   const lo = by('least-outstanding');
   const two = by(SHARED_ROW);
+  const workers = by(WORKERS_POLICY_ROW);
+  const workersDelta = aff && workers ? workers.hitRate - aff.hitRate : NaN;
   const hitRatio = aff && rr ? (rr.hitRate === 0 ? Infinity : aff.hitRate / rr.hitRate) : NaN;
   const lowerTtft = aff && rr && lo ? aff.simTtftMeanMs < rr.simTtftMeanMs && aff.simTtftMeanMs < lo.simTtftMeanMs : null;
   const { sessions, turns } = planChat(spec);
@@ -266,6 +273,11 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
         pass: lowerTtft,
       },
       sharedTarget(aff?.hitRate, two?.hitRate, missing),
+      {
+        target: '(e) 2 workers: session-id hit rate equal to 1 worker (|Δ| ≤ 0.01 absolute), no failed request',
+        measured: `${fmt(workers?.hitRate, 3)} vs ${fmt(aff?.hitRate, 3)} (Δ ${fmt(workersDelta, 3)}), ${workers?.failed ?? '—'} failed`,
+        pass: Number.isNaN(workersDelta) ? null : Math.abs(workersDelta) <= 0.01 && workers?.failed === 0,
+      },
     ],
     charts: [
       {

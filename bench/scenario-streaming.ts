@@ -6,6 +6,8 @@
 import http from 'node:http';
 import { runLongStreams, type LongStreamsResult } from './long-streams.js';
 import { startNginx } from './nginx.js';
+import { startHaproxy, startNodeProxy } from './reference-proxies.js';
+import { WORKERS_ROW } from './scenario-throughput.js';
 import { startRouter, startSims, stopSims } from './processes.js';
 import type { BenchContext, Scenario, ScenarioResult, TargetCheck } from './scenario.js';
 import { fmt, fmtDelta, roundSummary, seededRandom, summarize, type Summary } from './stats.js';
@@ -53,6 +55,32 @@ async function sequential(ctx: BenchContext, target: string, base: string): Prom
   return { target, streams: plan.streamCount, failed, headers: summarize(headers), ttfb: summarize(ttfb), gap: summarize(gaps) };
 }
 
+/** A started proxy in front of the simulators. */
+interface Proxy {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** The proxies measured after `direct`, in order; `skip` = why a reference row is not measured here. */
+function proxies(
+  ctx: BenchContext,
+  ports: readonly number[],
+  sims: Parameters<typeof startRouter>[1],
+): { name: string; skip?: string; start?: () => Promise<Proxy> }[] {
+  const { nginx, haproxy } = ctx.tools;
+  return [
+    { name: 'router', start: () => startRouter(ctx, sims) },
+    { name: WORKERS_ROW, start: () => startRouter(ctx, sims, ['--workers', '2']) },
+    nginx === null
+      ? { name: 'nginx', skip: 'nginx is not installed: its streaming row is skipped.' }
+      : { name: 'nginx', start: () => startNginx(ctx, nginx, ports) },
+    haproxy === null
+      ? { name: 'haproxy', skip: 'haproxy is not installed: its streaming row is skipped.' }
+      : { name: 'haproxy', start: () => startHaproxy(ctx, haproxy, ports, true) },
+    { name: 'node pipe', start: () => startNodeProxy(ports) },
+  ];
+}
+
 async function runSequential(ctx: BenchContext, notes: string[]): Promise<StreamRow[]> {
   const { plan } = ctx.options;
   const sims = await startSims(ctx.options.sims, ['--itl-ms', String(plan.streamItlMs)], 'c');
@@ -61,31 +89,30 @@ async function runSequential(ctx: BenchContext, notes: string[]): Promise<Stream
     const first = sims[0];
     if (first === undefined) throw new Error('scenario c needs at least one simulator');
     rows.push(await sequential(ctx, 'direct', first.url));
-    const router = await startRouter(ctx, sims);
-    try {
-      const before = await overheadSnapshot(router.url).catch(() => ({}));
-      rows.push(await sequential(ctx, 'router', router.url));
-      const means = overheadMeansMs(before, await overheadSnapshot(router.url).catch(() => ({})));
-      const shown = Object.entries(means).map(([phase, ms]) => `${phase} ${fmt(ms, 3)} ms`);
-      notes.push(
-        shown.length === 0
-          ? "The router's own overhead histogram (affinity_router_overhead_seconds) was not found in its /metrics."
-          : `The router's own view of these streams (affinity_router_overhead_seconds, mean per request): ${shown.join(', ')}; what the client sees beyond that is spent before the router's request listener runs or after it hands bytes on (HTTP parsing, event loop, kernel).`,
-      );
-    } finally {
-      await router.stop();
-    }
-    if (ctx.tools.nginx === null) notes.push('nginx is not installed: its streaming row is skipped.');
-    else {
-      const nginx = await startNginx(
-        ctx,
-        ctx.tools.nginx,
-        sims.map((s) => s.port),
-      );
+    for (const p of proxies(
+      ctx,
+      sims.map((s) => s.port),
+      sims,
+    )) {
+      if (p.start === undefined) {
+        notes.push(p.skip ?? `${p.name}: skipped`);
+        continue;
+      }
+      const proxy = await p.start();
       try {
-        rows.push(await sequential(ctx, 'nginx', nginx.url));
+        const before = p.name === 'router' ? await overheadSnapshot(proxy.url).catch(() => ({})) : {};
+        rows.push(await sequential(ctx, p.name, proxy.url));
+        if (p.name === 'router') {
+          const means = overheadMeansMs(before, await overheadSnapshot(proxy.url).catch(() => ({})));
+          const shown = Object.entries(means).map(([phase, ms]) => `${phase} ${fmt(ms, 3)} ms`);
+          notes.push(
+            shown.length === 0
+              ? "The router's own overhead histogram (affinity_router_overhead_seconds) was not found in its /metrics."
+              : `The router's own view of these streams (affinity_router_overhead_seconds, mean per request): ${shown.join(', ')}; what the client sees beyond that is spent before the router's request listener runs or after it hands bytes on (HTTP parsing, event loop, kernel).`,
+          );
+        }
       } finally {
-        await nginx.stop();
+        await proxy.stop();
       }
     }
   } finally {
@@ -108,6 +135,8 @@ function summarizeStreaming(ctx: BenchContext, rows: StreamRow[], long: LongStre
   const d = (f: (r: StreamRow) => number, r?: StreamRow): number => (r && direct ? f(r) - f(direct) : NaN);
   const addedTtfbP50 = d((r) => r.ttfb.p50, router);
   const addedGapP99 = d((r) => r.gap.p99, router);
+  const workers = rows.find((r) => r.target === WORKERS_ROW);
+  const workersTtfbP50 = d((r) => r.ttfb.p50, workers);
   notes.push(
     `headers = request handed to http.request → response headers; TTFB = → first body byte (the first token event; the simulator has no TTFT here). Gaps = arrival time between consecutive token events, ${plan.streamTokens - 1} per stream; the simulator's own timer jitter is in every row, so "added" compares like with like. ${WARMUP_STREAMS} warm-up streams per target are not counted; one keep-alive connection per target.`,
   );
@@ -122,6 +151,14 @@ function summarizeStreaming(ctx: BenchContext, rows: StreamRow[], long: LongStre
         3,
       )} ms)`,
       pass: Number.isNaN(addedTtfbP50) ? null : addedTtfbP50 <= 1,
+    },
+    {
+      target: '(c) 2 workers add ≤ 1 ms to time-to-first-byte (p50), no failed stream',
+      measured: `${fmtDelta(workersTtfbP50, 3)} ms (p99 ${fmtDelta(
+        d((r) => r.ttfb.p99, workers),
+        3,
+      )} ms), ${workers?.failed ?? '—'} failed`,
+      pass: Number.isNaN(workersTtfbP50) ? null : workersTtfbP50 <= 1 && workers?.failed === 0,
     },
     {
       target: '(c) router adds ≤ 1 ms p99 between chunks',

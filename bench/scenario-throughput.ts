@@ -16,6 +16,9 @@ import { CHAT_PATH, chatBodies } from './workload.js';
 /** Connections of the throughput run (issue 6). */
 export const THROUGHPUT_CONNECTIONS = 32;
 
+/** The row of the router run with `--workers 2` (issue 28), beside the default `router` row. */
+export const WORKERS_ROW = 'router, 2 workers';
+
 /** One target's numbers. */
 export interface ThroughputRow {
   target: string;
@@ -65,6 +68,7 @@ function targets(ctx: BenchContext, sims: readonly SimProcess[]): Target[] {
   return [
     { name: 'direct', start: () => Promise.resolve({ url: sims[0]?.url ?? '', stop: () => Promise.resolve() }) },
     { name: 'router', start: () => startRouter(ctx, sims) },
+    { name: WORKERS_ROW, start: () => startRouter(ctx, sims, ['--workers', '2']) },
     nginx === null
       ? { name: 'nginx', skip: 'nginx is not installed: its row is skipped (`apt-get install -y nginx`).' }
       : { name: 'nginx', start: () => startNginx(ctx, nginx, ports) },
@@ -102,7 +106,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
         });
       } catch (e: unknown) {
         // The comparison rows are optional: a proxy that cannot start is reported, not fatal.
-        if (t.name === 'direct' || t.name === 'router') throw e;
+        if (t.name === 'direct' || t.name === 'router' || t.name === WORKERS_ROW) throw e;
         notes.push(`${t.name} could not be started, its row is skipped: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
       }
     }
@@ -122,8 +126,8 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
         l.throughput.push(await measure(ctx, l, sims, bodies, THROUGHPUT_CONNECTIONS, tputS));
       }
     }
-    const router = live.find((l) => l.name === 'router');
-    const routerRss = router?.pid === undefined ? undefined : round(procStats(router.pid).rssMiB, 1);
+    const rss = new Map<string, number>();
+    for (const l of live) if ((l.name === 'router' || l.name === WORKERS_ROW) && l.pid !== undefined) rss.set(l.name, round(procStats(l.pid).rssMiB, 1));
     for (let r = 1; r <= rounds; r++) {
       for (const l of live) {
         ctx.log(`a: round ${r}/${rounds}: ${l.name}: ${oneS}s at 1 connection`);
@@ -136,7 +140,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
         throughput: combineLoads(l.throughput),
         oneConnection: combineLoads(l.oneConnection),
         perReplica: l.perReplica,
-        ...(l.name === 'router' && routerRss !== undefined ? { rssMiB: routerRss } : {}),
+        ...(rss.has(l.name) ? { rssMiB: rss.get(l.name) } : {}),
       });
     }
     if (rounds > 1) {
@@ -159,6 +163,9 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
   const ratio = (a?: ThroughputRow, b?: ThroughputRow): number => (a && b ? a.throughput.rps / b.throughput.rps : NaN);
   const routerVsDirect = ratio(router, direct);
   const routerVsNginx = ratio(router, nginx);
+  const workers = by(WORKERS_ROW);
+  const workersVsOne = ratio(workers, router);
+  const workersVsNginx = ratio(workers, nginx);
   const added = (r?: ThroughputRow): number => (r && direct ? r.oneConnection.p50Ms - direct.oneConnection.p50Ms : NaN);
   const tool = rows[0]?.throughput.tool ?? 'wrk';
   if (tool === 'autocannon') notes.push('wrk is not installed: autocannon measured these rows (1 ms latency resolution: sub-ms differences are not visible).');
@@ -205,6 +212,8 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
       ['haproxy / direct', fmt(ratio(by('haproxy'), direct), 3)],
       ['node pipe / nginx', fmt(ratio(by('node pipe'), nginx), 3)],
       ['router / node pipe', fmt(ratio(router, by('node pipe')), 3)],
+      [`${WORKERS_ROW} / router`, fmt(workersVsOne, 3)],
+      [`${WORKERS_ROW} / nginx`, fmt(workersVsNginx, 3)],
     ],
   };
   const routerErrors = router ? router.throughput.errors + router.throughput.non2xx : NaN;
@@ -220,6 +229,22 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
       pass: Number.isNaN(added(router)) || tool === 'autocannon' ? null : added(router) <= 0.3,
     },
   ];
+  const workersErrors = workers ? workers.throughput.errors + workers.throughput.non2xx + workers.oneConnection.errors + workers.oneConnection.non2xx : NaN;
+  targets.push(
+    {
+      target: '(a) 2 workers: throughput ≥ 1.5× 1 worker and ≥ 0.4× nginx, zero errors',
+      measured: `${fmt(workersVsOne, 3)}× 1 worker, ${fmt(workersVsNginx, 3)}× nginx, ${Number.isNaN(workersErrors) ? '—' : workersErrors} errors/non-2xx`,
+      pass: Number.isNaN(workersVsOne) ? null : workersVsOne >= 1.5 && (Number.isNaN(workersVsNginx) || workersVsNginx >= 0.4) && workersErrors === 0,
+    },
+    {
+      target: '(a) 2 workers add ≤ 0.2 ms p50 at 1 connection',
+      measured: `${fmtDelta(added(workers), 3)} ms${tool === 'autocannon' ? ' (autocannon: 1 ms resolution, not judged)' : ''}`,
+      pass: Number.isNaN(added(workers)) || tool === 'autocannon' ? null : added(workers) <= 0.2,
+    },
+  );
+  notes.push(
+    `"${WORKERS_ROW}" = the same router with \`--workers 2\` (a primary and two forked workers relaying /v1/); its RSS is the three processes together.`,
+  );
   const names = rows.map((r) => r.target);
   return {
     id: 'a-throughput',
@@ -252,7 +277,7 @@ function summarizeThroughput(ctx: BenchContext, rows: ThroughputRow[], bodies: s
       bodyBytes: Buffer.byteLength(bodies[0] ?? ''),
       sessions: bodies.length,
       rows,
-      ratios: { routerVsDirect, routerVsNginx, nginxVsDirect: ratio(nginx, direct) },
+      ratios: { routerVsDirect, routerVsNginx, nginxVsDirect: ratio(nginx, direct), workersVsOne, workersVsNginx },
     },
   };
 }

@@ -59,7 +59,7 @@ describe('bench harness smoke run', () => {
     const rows = data['rows'];
     assert.ok(Array.isArray(rows));
     const targets = rows.map((row) => record(row)['target']);
-    assert.deepEqual(targets.slice(0, 2), ['direct', 'router']);
+    assert.deepEqual(targets.slice(0, 3), ['direct', 'router', 'router, 2 workers']);
     for (const row of rows) {
       const throughput = record(record(row)['throughput']);
       assert.ok(typeof throughput['rps'] === 'number' && throughput['rps'] > 0, `no throughput in ${JSON.stringify(row)}`);
@@ -74,7 +74,7 @@ describe('bench harness smoke run', () => {
     );
     assert.ok(!targets.includes('haproxy'));
     const checks = doc['targets'];
-    assert.ok(Array.isArray(checks) && checks.length === 2);
+    assert.ok(Array.isArray(checks) && checks.length === 4);
     for (const c of checks) assert.ok([true, false, null].includes(record(c)['pass'] as boolean | null));
 
     const report = readFileSync(join(out, 'RESULTS.md'), 'utf8');
