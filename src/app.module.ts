@@ -15,12 +15,15 @@ import { StateModule } from './modules/state/state.module.js';
 import { AutoscaleModule } from './modules/autoscale/autoscale.module.js';
 import { AdminModule } from './modules/admin/admin.module.js';
 import { MetricsModule } from './modules/metrics/metrics.module.js';
+import { ReloadModule } from './modules/reload/reload.module.js';
 
 export interface AppOptions {
   /** Where log lines go (default stdout). */
   readonly logStream?: NodeJS.WritableStream;
   /** The router's environment, inherited by locally launched replicas minus ROUTER_* (default: none). */
   readonly env?: ProcessEnv;
+  /** The command line the config was loaded from, read again by a reload (default: `--config <its file>`). */
+  readonly argv?: readonly string[];
   /** The process's count of unexpected errors (main.ts shares its own; default: a new one). */
   readonly internalErrors?: InternalErrors;
 }
@@ -32,7 +35,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        RouterConfigModule.forRoot(config, opts.env),
+        RouterConfigModule.forRoot(config, opts.env, opts.argv),
         LoggingModule.forRoot(config, opts.logStream, opts.internalErrors),
         LifecycleModule,
         ClusterModule,
@@ -45,6 +48,7 @@ export class AppModule {
         AutoscaleModule,
         AdminModule,
         MetricsModule,
+        ReloadModule,
       ],
     };
   }

@@ -11,7 +11,8 @@ async function main(): Promise<void> {
   // The one read of the environment: the loader takes the ROUTER_* settings from it (config.sources.ts)
   // and launched replicas inherit the rest.
   const env = process.env;
-  const config = loadConfigOrExit(process.argv.slice(2), env);
+  const argv = process.argv.slice(2);
+  const config = loadConfigOrExit(argv, env);
   // Nest is loaded only once the config is valid, so a bad config exits 2 at once.
   const { startRouter } = await import('./app.factory.js');
   const { ShutdownService } = await import('./modules/lifecycle/shutdown.service.js');
@@ -45,7 +46,17 @@ async function main(): Promise<void> {
       else process.stderr.write(`received ${sig} during start-up: draining as soon as the router is up (send it again to exit at once)\n`);
     });
   }
-  const { app, log } = await startRouter(config, { env, internalErrors });
+  // SIGHUP re-reads the config (docs/reload.md); before the app is up there is nothing to reload
+  // into, and the default action (exit) would drop what start-up launched.
+  let reload: (() => void) | undefined;
+  process.on('SIGHUP', () => {
+    if (reload !== undefined) reload();
+    else process.stderr.write('received SIGHUP during start-up: ignored (send it again once the router listens)\n');
+  });
+  const { app, log } = await startRouter(config, { env, argv, internalErrors });
+  const { ReloadService } = await import('./modules/reload/reload.service.js');
+  const reloads = app.get(ReloadService);
+  reload = () => void reloads.reload('sighup').catch((e: unknown) => log.error({ err: e }, 'config reload failed'));
   const shutdown = app.get(ShutdownService);
   up = {
     log,

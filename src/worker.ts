@@ -22,6 +22,7 @@ function main(): void {
   });
   const send = (m: FromWorker): void => out.push(m);
   let plane: WorkerPlane | undefined;
+  let live: RouterConfig | undefined;
   let server: http.Server | undefined;
   let leaving = false;
   const leave = (): void => {
@@ -38,7 +39,7 @@ function main(): void {
     if (m.t === 'config') {
       const total = m.config.bodyMemoryBytes;
       const share = Math.max(Math.floor(total / Math.max(1, m.config.workers)), m.config.maxBodyBytes);
-      const config = new RouterConfig({ ...m.config, bodyMemoryBytes: Math.min(total, share) });
+      const config = (live = new RouterConfig({ ...m.config, bodyMemoryBytes: Math.min(total, share) }));
       const log = createAppLogger(config.logLevel, config.logFormat).child({ worker: m.index });
       process.on('uncaughtException', (err) => {
         log.fatal({ event: 'internal_error', source: 'uncaught_exception', err }, 'worker process failed; the primary replaces it');
@@ -69,6 +70,7 @@ function main(): void {
       return;
     }
     if (m.t === 'exit') return leave();
+    if (m.t === 'reconfig') return live?.update(m.fields);
     plane?.receive(m);
   };
   // Messages come one by one (a connection, with its handle) or in batches (everything else).

@@ -33,6 +33,11 @@ export interface LoadOptions {
   readonly readFile?: (path: string) => string;
   /** Whether stdout is a terminal: picks the default `--log-format` (pretty) (default false). */
   readonly isTty?: boolean;
+  /**
+   * A reload of a running router (docs/reload.md): `--initial-replicas` applies at start only, so
+   * a fleet shrunk below it is not refused; the count is capped at the new ceiling instead.
+   */
+  readonly reload?: boolean;
 }
 
 /**
@@ -68,7 +73,7 @@ export function loadRouterConfig(argv: readonly string[], env: Env, opts: LoadOp
       problems.push({ path: `${fleet.hostPaths.get(slot.host)}.port_base`, message: `puts slot ${slot.name} on port ${slot.port}, the router's own port` });
     }
   }
-  const pool = poolSize(fleet, setting('initial-replicas'), setting('max-replicas'), problems);
+  const pool = poolSize(fleet, setting('initial-replicas'), setting('max-replicas'), opts.reload === true ? [] : problems);
   const capacity = fleet.complete ? fleet.hosts.reduce((sum, h) => sum + slotCapacity(h), 0) : undefined;
   const autoscale = buildAutoscale(file?.autoscale, fileProblems, fleet.hosts.length, capacity, problems);
   const adminToken = resolveAdminToken(raw, readFile, problems, warnings);
@@ -157,7 +162,7 @@ function poolSize(fleet: Fleet, initial: Setting | undefined, max: Setting | und
       max !== undefined && cap !== undefined && cap < capacity ? `declared device slots: ${capacity}, capped by ${max.source} ${cap}` : 'declared device slots';
     problems.push({ path: initial?.source ?? '--initial-replicas', message: `${count} exceeds the pool ceiling ${ceiling} (${why})` });
   }
-  return { initial: count, ceiling };
+  return { initial: Math.min(count, ceiling), ceiling };
 }
 
 /** Parses the file, then validates the document. */

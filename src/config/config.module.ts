@@ -5,7 +5,7 @@
  * is not @nestjs/config).
  */
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { PROCESS_ENV, type ProcessEnv } from '../common/process-env.js';
+import { CONFIG_SOURCE, PROCESS_ENV, type ProcessEnv } from '../common/process-env.js';
 import { RouterConfig } from './router-config.js';
 
 /**
@@ -15,16 +15,21 @@ import { RouterConfig } from './router-config.js';
 @Global()
 @Module({})
 export class RouterConfigModule {
-  /** `RouterConfigModule.forRoot(config, env)` in the app module's imports. */
-  static forRoot(config: RouterConfig, env: ProcessEnv = {}): DynamicModule {
+  /**
+   * `RouterConfigModule.forRoot(config, env, argv)` in the app module's imports. Without `argv`
+   * (an app built in code), a reload reads `--config <the same file>` again.
+   */
+  static forRoot(config: RouterConfig, env: ProcessEnv = {}, argv?: readonly string[]): DynamicModule {
+    const source = { argv: argv ?? (config.configPath === undefined ? [] : ['--config', config.configPath]), env };
     return {
       module: RouterConfigModule,
       global: true,
       providers: [
         { provide: RouterConfig, useValue: config },
         { provide: PROCESS_ENV, useValue: env },
+        { provide: CONFIG_SOURCE, useValue: source },
       ],
-      exports: [RouterConfig, PROCESS_ENV],
+      exports: [RouterConfig, PROCESS_ENV, CONFIG_SOURCE],
     };
   }
 }

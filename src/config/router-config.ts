@@ -194,6 +194,14 @@ export class RouterConfig {
   constructor(fields: RouterConfigFields) {
     Object.assign(this, fields);
   }
+
+  /**
+   * A config reload's one write (config-reload.ts decides which fields): every holder of this
+   * instance reads the new values at their next use.
+   */
+  update(fields: Partial<RouterConfigFields>): void {
+    Object.assign(this, fields);
+  }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the fields of the class above (declaration merging)
 export interface RouterConfig extends RouterConfigFields {}

@@ -4,6 +4,8 @@
  * this list is a change to the product: update the metrics documentation with it.
  */
 export const METRIC_NAMES: readonly string[] = [
+  'affinity_router_config_info{hash}',
+  'affinity_router_config_reloads_total{result}',
   'affinity_router_fleet_capacity{kind}',
   'affinity_router_fleet_events_total{event}',
   'affinity_router_fleet_leader{}',

@@ -4,8 +4,8 @@ import { writeProblem } from '../errors/problem.js';
 import type { AppLogger } from '../logging/logger.js';
 import type { AdminTokenCheck } from './admin-token.js';
 
-/** The admin API's route prefixes (contract §8); `/docs`, `/health`, `/metrics` stay open. */
-const ADMIN_PATH = /^\/+(replicas|fleet|sessions)(?=[/?#;]|$)/;
+/** The admin API's route prefixes (contract §8, and `/admin/reload`); `/docs`, `/health`, `/metrics` stay open. */
+const ADMIN_PATH = /^\/+(replicas|fleet|sessions|admin)(?=[/?#;]|$)/;
 /** Above Fastify's admin body limit: not worth draining to keep the connection. */
 const DRAIN_LIMIT = 1024 * 1024;
 

@@ -17,6 +17,7 @@ export const DOMAIN_ERROR_STATUS = {
   not_leader: 409,
   autoscale_off: 409,
   body_too_deep: 400,
+  invalid_config: 422,
 } as const;
 
 export type DomainErrorCode = keyof typeof DOMAIN_ERROR_STATUS;

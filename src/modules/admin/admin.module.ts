@@ -6,9 +6,11 @@ import { FleetController } from './fleet.controller.js';
 import { ReplicasController } from './replicas.controller.js';
 import { SessionsController } from './sessions.controller.js';
 import { ClusterModule } from '../cluster/cluster.module.js';
+import { ReloadModule } from '../reload/reload.module.js';
+import { ReloadController } from './reload.controller.js';
 
 @Module({
-  imports: [RoutingModule, FleetModule, AutoscaleModule, ClusterModule],
-  controllers: [ReplicasController, FleetController, SessionsController],
+  imports: [RoutingModule, FleetModule, AutoscaleModule, ClusterModule, ReloadModule],
+  controllers: [ReplicasController, FleetController, SessionsController, ReloadController],
 })
 export class AdminModule {}

@@ -33,7 +33,10 @@ export interface PoolState {
  */
 @Injectable()
 export class AutoscalerService implements OnApplicationBootstrap, OnApplicationShutdown {
-  readonly settings: AutoscaleSettings | undefined;
+  /** Read at each use: a config reload changes the values (turning autoscaling on or off needs a restart). */
+  get settings(): AutoscaleSettings | undefined {
+    return this.config.autoscale;
+  }
   private readonly states: PoolState[];
   private pausedFlag = false;
   private busy = false;
@@ -41,13 +44,12 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
   readonly counts = new Map<string, number>();
 
   constructor(
-    config: RouterConfig,
+    private readonly config: RouterConfig,
     private readonly fleet: FleetService,
     private readonly view: AutoscaleView,
     private readonly scheduler: SchedulerRegistry,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
-    this.settings = config.autoscale;
     this.states = poolsOf(config.hosts).map((pool) => ({ pool, track: NEW_TRACK, last: undefined, lastFailure: undefined, pending: new Set() }));
   }
 
@@ -72,6 +74,13 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
 
   onApplicationShutdown(): void {
     stopJobs(this.scheduler, JOB);
+  }
+
+  /** After a config reload: the decision period may have changed. */
+  reschedule(): void {
+    if (!this.scheduler.doesExist('interval', JOB)) return;
+    stopJobs(this.scheduler, JOB);
+    this.onApplicationBootstrap();
   }
 
   /** Pause or resume (the admin API). Resuming starts every window afresh. */

@@ -20,12 +20,34 @@ export type ReserveFailure = { readonly ok: false; readonly code: 'pool_exhauste
  */
 export class SlotTable {
   private readonly holders = new Map<string, string>();
-  private readonly byName: Map<string, SlotSpec>;
+  private byName: Map<string, SlotSpec>;
+  private declared: readonly SlotSpec[];
+  private max: number;
 
-  constructor(
-    readonly slots: readonly SlotSpec[],
-    readonly ceiling: number,
-  ) {
+  constructor(slots: readonly SlotSpec[], ceiling: number) {
+    this.declared = slots;
+    this.max = ceiling;
+    this.byName = new Map(slots.map((s) => [s.name, s]));
+  }
+
+  /** The declared slots, in fill order. */
+  get slots(): readonly SlotSpec[] {
+    return this.declared;
+  }
+
+  /** min(declared slots, --max-replicas). */
+  get ceiling(): number {
+    return this.max;
+  }
+
+  /**
+   * A config reload: `slots` become the declared ones. A slot that left (or changed) keeps its
+   * holder until that holder releases it (its replica drains and stops), but is never handed out
+   * again; a changed slot's new spec is launchable once the old holder let go.
+   */
+  redeclare(slots: readonly SlotSpec[], ceiling: number): void {
+    this.declared = slots;
+    this.max = ceiling;
     this.byName = new Map(slots.map((s) => [s.name, s]));
   }
 

@@ -33,6 +33,12 @@ export class HealthJobs implements OnApplicationBootstrap, OnApplicationShutdown
     stopJobs(this.scheduler, JOBS.poll, JOBS.models);
   }
 
+  /** After a config reload: the probe period may have changed (the next tick runs one new period from now). */
+  reschedule(): void {
+    stopJobs(this.scheduler, JOBS.poll);
+    startJob(this.scheduler, JOBS.poll, this.health.settings.intervalMs, () => this.run());
+  }
+
   private run(): void {
     this.health.tick().catch((e: unknown) => this.log.error({ err: e }, 'health tick failed'));
   }

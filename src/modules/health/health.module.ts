@@ -12,6 +12,6 @@ import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
   imports: [RoutingModule, MetricsRegistryModule, LifecycleModule],
   controllers: [HealthController],
   providers: [HealthService, HealthJobs, ModelDiscovery, HealthMetrics],
-  exports: [HealthService, ModelDiscovery],
+  exports: [HealthService, ModelDiscovery, HealthJobs],
 })
 export class HealthModule {}

@@ -18,7 +18,10 @@ const PROBE_CONCURRENCY = 16;
  */
 @Injectable()
 export class HealthService {
-  readonly settings: HealthSettings;
+  /** Read at each use: a config reload (docs/reload.md) takes effect at the next probe. */
+  get settings(): HealthSettings {
+    return this.config.health;
+  }
   private readonly inFlight = new Set<Replica>();
   /** Replicas whose TLS failure was already logged (once per replica until it recovers). */
   private readonly tlsLogged = new WeakSet<Replica>();
@@ -26,12 +29,11 @@ export class HealthService {
   private readonly listeners: Array<(r: Replica, ready: boolean) => void> = [];
 
   constructor(
-    config: RouterConfig,
+    private readonly config: RouterConfig,
     private readonly registry: RegistryService,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
     private readonly metrics: HealthMetrics,
   ) {
-    this.settings = config.health;
     this.engineLoad = config.redisUrl !== undefined;
   }
 

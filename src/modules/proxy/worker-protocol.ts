@@ -88,6 +88,8 @@ export type FromWorker =
 export type ToWorker =
   /** The first message: the primary's configuration, and where its own listener answers what workers forward. */
   | { readonly t: 'config'; readonly config: RouterConfigFields; readonly primaryPort: number; readonly index: number }
+  /** A config reload: the settings that change live (RouterConfig.update). */
+  | { readonly t: 'reconfig'; readonly fields: Partial<RouterConfigFields> }
   | { readonly t: 'grant'; readonly n: number; readonly replica: ReplicaAddress; readonly outcome: RouteOutcome }
   | { readonly t: 'body?'; readonly n: number }
   | { readonly t: 'refuse'; readonly n: number; readonly refused: Refused }

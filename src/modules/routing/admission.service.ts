@@ -44,19 +44,15 @@ interface Waiting {
 export class AdmissionService implements OnApplicationShutdown {
   /** Insertion-ordered: the first entry is the head. Deletion is O(1) for a client that leaves. */
   private readonly queue = new Map<Waiter, Waiting>();
-  private readonly timeoutMs: number;
-  private readonly max: number;
   private pumping = false;
 
   constructor(
-    config: RouterConfig,
+    private readonly config: RouterConfig,
     private readonly routing: RoutingService,
     registry: RegistryService,
     shutdown: ShutdownService,
     private readonly metrics: RoutingMetrics,
   ) {
-    this.timeoutMs = config.queueTimeoutMs;
-    this.max = config.queueMax;
     // Fewer routable replicas may leave queued requests with nowhere to go: answer them now.
     registry.onRemoved(() => this.pump());
     routing.onRelease(() => this.pump());
@@ -70,13 +66,13 @@ export class AdmissionService implements OnApplicationShutdown {
   }
 
   get timeoutSeconds(): number {
-    return Math.ceil(this.timeoutMs / 1000);
+    return Math.ceil(this.config.queueTimeoutMs / 1000);
   }
 
   /** Queue a request whose candidates are all full; false when the queue is full (503 at once). */
   enqueue(w: Waiter): boolean {
-    if (this.queue.size >= this.max) return false;
-    const timer = setTimeout(() => this.refuse(w, 'timeout'), this.timeoutMs);
+    if (this.queue.size >= this.config.queueMax) return false;
+    const timer = setTimeout(() => this.refuse(w, 'timeout'), this.config.queueTimeoutMs);
     this.queue.set(w, { waiter: w, request: queuedRequest(w.request), since: performance.now(), timer });
     return true;
   }

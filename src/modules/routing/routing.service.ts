@@ -21,8 +21,6 @@ import { RoutingMetrics } from './routing.metrics.js';
  */
 @Injectable()
 export class RoutingService {
-  private readonly slack: number;
-  private readonly policy: RouterConfig['routing']['policy'];
   private readonly warmHandoff: boolean;
   private rr = 0;
   /** Rotating tie-break cursor of the policy (contract §4): moves past every non-affinity choice. */
@@ -42,7 +40,7 @@ export class RoutingService {
   readonly prefixIndex: PrefixIndexView<Replica> | undefined;
 
   constructor(
-    config: RouterConfig,
+    private readonly config: RouterConfig,
     private readonly registry: RegistryService,
     readonly clock: Clock,
     readonly shared: SharedSessions,
@@ -52,9 +50,7 @@ export class RoutingService {
     this.prefixes = config.routing.prefixAffinity ? new PrefixIndex<Replica>(config.routing.prefixBlocks) : undefined;
     this.sessions = this.directory;
     this.prefixIndex = this.prefixes;
-    this.slack = config.routing.affinitySlack;
-    this.policy = config.routing.policy;
-    this.speeds = config.routing.speedAware && this.policy === 'affinity' ? new ReplicaSpeeds(clock) : undefined;
+    this.speeds = config.routing.speedAware && config.routing.policy === 'affinity' ? new ReplicaSpeeds(clock) : undefined;
     this.warmHandoff = config.routing.warmHandoff && this.speeds !== undefined;
     registry.onRemoved((r) => {
       this.speeds?.forget(r);
@@ -64,6 +60,15 @@ export class RoutingService {
       this.counter = n === 0 ? 0 : this.counter % n;
       this.modelCounters.clear();
     });
+  }
+
+  /** Read at each decision: a config reload changes them for the next request (docs/reload.md). */
+  private get slack(): number {
+    return this.config.routing.affinitySlack;
+  }
+
+  private get policy(): RouterConfig['routing']['policy'] {
+    return this.config.routing.policy;
   }
 
   /** The TTL sweep (RoutingJobs, once a second): expired pins leave the directory. */

@@ -3,7 +3,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type http from 'node:http';
 import net from 'node:net';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
-import { RouterConfig } from '../../config/router-config.js';
+import { RouterConfig, type RouterConfigFields } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { LISTEN_BACKLOG } from '../../common/http/client-server.js';
@@ -86,6 +86,11 @@ export class WorkerPool implements OnApplicationShutdown {
     });
     const address = server.address() as net.AddressInfo;
     return formatUrl('http', address.address, address.port);
+  }
+
+  /** A config reload: every worker takes the settings that change live (a worker forked later gets the whole config). */
+  reconfigure(fields: Partial<RouterConfigFields>): void {
+    for (const w of this.workers) w.send({ t: 'reconfig', fields });
   }
 
   /** Shutdown began: workers refuse new requests (503 `shutting_down`), as the primary does. */
