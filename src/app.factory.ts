@@ -20,6 +20,7 @@ import { AdminTokenCheck } from './common/auth/admin-token.js';
 import { adminJsonParser } from './common/errors/admin-json.js';
 import { clientServerOptions, LISTEN_BACKLOG } from './common/http/client-server.js';
 import { clientErrorHandler, frameworkErrorHandler, refuseConnect, refuseWithoutHost } from './common/errors/edge-errors.js';
+import { installTracing, ROUTER_VERSION, startTracing } from './common/tracing/tracing.js';
 
 /** Admin bodies are small DTOs. */
 const ADMIN_BODY_LIMIT = 1024 * 1024;
@@ -86,6 +87,9 @@ export async function createApp(config: RouterConfig, opts: AppOptions = {}): Pr
 
 /** Create, initialise (adoption and initial launches run in init hooks) and listen; then ready. */
 export async function startRouter(config: RouterConfig, opts: AppOptions = {}): Promise<{ app: NestFastifyApplication; url: string; log: AppLogger }> {
+  // Before the app is built: the data plane reads the process's tracing once, as it is constructed.
+  const tracing = await startTracing(opts.env ?? {}, 'primary', ROUTER_VERSION);
+  installTracing(tracing);
   const app = await createApp(config, opts);
   const log = app.get<AppLogger>(APP_LOGGER);
   for (const w of config.warnings) log.warn(w);
@@ -104,6 +108,9 @@ export async function startRouter(config: RouterConfig, opts: AppOptions = {}): 
   }
   app.get(LifecycleService).markRunning();
   if (/:0$/.test(config.advertiseUrl)) app.get(LeaderService).setAdvertiseUrl(url);
-  log.info({ event: 'listening', url, workers: config.workers, replicas: config.replicas.length, hosts: config.hosts.length }, 'affinity-router listening');
+  log.info(
+    { event: 'listening', url, workers: config.workers, replicas: config.replicas.length, hosts: config.hosts.length, tracing: tracing !== undefined },
+    'affinity-router listening',
+  );
   return { app, url, log };
 }

@@ -55,6 +55,7 @@ async function main(): Promise<void> {
   });
   const { app, log } = await startRouter(config, { env, argv, internalErrors });
   const { ReloadService } = await import('./modules/reload/reload.service.js');
+  const { processTracing } = await import('./common/tracing/tracing.js');
   const reloads = app.get(ReloadService);
   reload = () => void reloads.reload('sighup').catch((e: unknown) => log.error({ err: e }, 'config reload failed'));
   const shutdown = app.get(ShutdownService);
@@ -63,7 +64,12 @@ async function main(): Promise<void> {
     drain: (sig) => {
       log.info({ event: 'shutdown', signal: sig }, `received ${sig}: draining (send it again to exit at once)`);
       void shutdown.run(app).then(
-        () => process.exit(0),
+        // The spans still batched leave before the exit (a no-op with tracing off).
+        () =>
+          (processTracing()?.shutdown() ?? Promise.resolve()).then(
+            () => process.exit(0),
+            () => process.exit(0),
+          ),
         (e: unknown) => {
           log.error({ err: e }, 'shutdown failed');
           process.exit(1);

@@ -6,6 +6,7 @@ import { clientServerOptions } from './common/http/client-server.js';
 import { clientErrorHandler, refuseConnect, refuseWithoutHost } from './common/errors/edge-errors.js';
 import { isModelList } from './modules/proxy/request-reader.js';
 import { WorkerPlane } from './modules/proxy/worker-plane.js';
+import { installTracing, processTracing, ROUTER_VERSION, startTracing } from './common/tracing/tracing.js';
 import { Batcher, type FromWorker, type ToWorker } from './modules/proxy/worker-protocol.js';
 
 /**
@@ -31,35 +32,52 @@ function main(): void {
     server?.close();
     server?.closeIdleConnections();
     // Kept alive by this check while requests finish; the primary kills it past its drain deadline.
-    setInterval(() => {
-      if ((plane?.busy ?? 0) === 0) process.exit(0);
+    const check = setInterval(() => {
+      if ((plane?.busy ?? 0) !== 0) return;
+      clearInterval(check);
+      // The spans still batched leave first (a no-op with tracing off).
+      const exit = (): never => process.exit(0);
+      (processTracing()?.shutdown() ?? Promise.resolve()).then(exit, exit);
     }, 50);
+  };
+  const boot = (m: Extract<ToWorker, { t: 'config' }>): void => {
+    const total = m.config.bodyMemoryBytes;
+    const share = Math.max(Math.floor(total / Math.max(1, m.config.workers)), m.config.maxBodyBytes);
+    const config = (live = new RouterConfig({ ...m.config, bodyMemoryBytes: Math.min(total, share) }));
+    const log = createAppLogger(config.logLevel, config.logFormat).child({ worker: m.index });
+    process.on('uncaughtException', (err) => {
+      log.fatal({ event: 'internal_error', source: 'uncaught_exception', err }, 'worker process failed; the primary replaces it');
+      process.exit(1);
+    });
+    const p = (plane = new WorkerPlane(config, log, m.primaryPort, send));
+    server = refuseConnect(
+      http.createServer(clientServerOptions(config), (req, res) => {
+        if (refuseWithoutHost(req, res)) return;
+        if (req.url !== undefined && req.url.startsWith('/v1/') && !isModelList(req.method, req.url)) p.serve(req, res);
+        else p.forward(req, res);
+      }),
+    );
+    server.on(
+      'clientError',
+      clientErrorHandler(() => log),
+    );
+    // Listening (on a private loopback port nobody is told) starts Node's per-connection header
+    // and request timeouts; the clients' connections arrive from the primary.
+    server.listen({ host: '127.0.0.1', port: 0 }, () => send({ t: 'ready' }));
   };
   const receive = (m: ToWorker, handle?: Socket): void => {
     if (m.t === 'config') {
-      const total = m.config.bodyMemoryBytes;
-      const share = Math.max(Math.floor(total / Math.max(1, m.config.workers)), m.config.maxBodyBytes);
-      const config = (live = new RouterConfig({ ...m.config, bodyMemoryBytes: Math.min(total, share) }));
-      const log = createAppLogger(config.logLevel, config.logFormat).child({ worker: m.index });
-      process.on('uncaughtException', (err) => {
-        log.fatal({ event: 'internal_error', source: 'uncaught_exception', err }, 'worker process failed; the primary replaces it');
-        process.exit(1);
-      });
-      const p = (plane = new WorkerPlane(config, log, m.primaryPort, send));
-      server = refuseConnect(
-        http.createServer(clientServerOptions(config), (req, res) => {
-          if (refuseWithoutHost(req, res)) return;
-          if (req.url !== undefined && req.url.startsWith('/v1/') && !isModelList(req.method, req.url)) p.serve(req, res);
-          else p.forward(req, res);
-        }),
+      // Its own tracer provider (the worker relays, so its spans are the request's), before the plane reads it.
+      startTracing(process.env, 'worker', ROUTER_VERSION).then(
+        (tracing) => {
+          installTracing(tracing);
+          boot(m);
+        },
+        (err: unknown) => {
+          process.stderr.write(`worker ${m.index}: tracing could not start: ${err instanceof Error ? err.message : String(err)}\n`);
+          boot(m);
+        },
       );
-      server.on(
-        'clientError',
-        clientErrorHandler(() => log),
-      );
-      // Listening (on a private loopback port nobody is told) starts Node's per-connection header
-      // and request timeouts; the clients' connections arrive from the primary.
-      server.listen({ host: '127.0.0.1', port: 0 }, () => send({ t: 'ready' }));
       return;
     }
     if (m.t === 'conn') {

@@ -8,6 +8,7 @@ import { launchHost, poolsOf, samplePool, scaleInChoice, type Pool, type PoolFac
 import { AutoscaleView } from './autoscale-view.service.js';
 import { afterLaunchFailure, afterLaunchReady, decide, NEW_TRACK, type Decision, type PoolTrack } from './autoscale.policy.js';
 import { FleetService } from '../fleet/fleet.service.js';
+import { traced } from '../../common/tracing/tracing.js';
 import { startJob, stopJobs } from '../../common/jobs.js';
 
 const JOB = 'fleet-autoscale';
@@ -135,8 +136,18 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
     const text = `autoscale ${state.pool.model}: ${decision.direction} (${decision.reason}); ${decision.current} → ${decision.desired} replicas, load ${decision.load} (${fields.per_replica}/replica, target ${s.targetInflight})`;
     if (changed) this.log.info(fields, text);
     else this.log.debug(fields, text);
-    if (decision.direction === 'up') await this.scaleUp(state, s, facts, now);
-    else if (decision.direction === 'down') this.scaleDown(state, facts);
+    if (decision.direction === 'up' || decision.direction === 'down') {
+      const attributes = {
+        'affinity_router.model': state.pool.model,
+        'affinity_router.reason': decision.reason,
+        'affinity_router.current': decision.current,
+        'affinity_router.desired': decision.desired,
+      };
+      await traced(`autoscale.${decision.direction}`, attributes, async () => {
+        if (decision.direction === 'up') await this.scaleUp(state, s, facts, now);
+        else this.scaleDown(state, facts);
+      });
+    }
   }
 
   private async scaleUp(state: PoolState, s: AutoscaleSettings, facts: PoolFacts, now: number): Promise<void> {

@@ -9,6 +9,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { FleetService } from './fleet.service.js';
 import { FOREIGN } from './slot-table.js';
+import { traced } from '../../common/tracing/tracing.js';
 import type { FleetState, StateReplica } from '../state/state-file.js';
 
 /**
@@ -28,7 +29,11 @@ export class FleetAdoption {
   ) {}
 
   /** Probe every recorded replica; adopt the ones that answer as expected (contract §6). */
-  async adopt(state: FleetState): Promise<void> {
+  adopt(state: FleetState): Promise<void> {
+    return traced('fleet.adoption', { 'affinity_router.recorded': state.replicas.length }, () => this.adoptAll(state));
+  }
+
+  private async adoptAll(state: FleetState): Promise<void> {
     const adopted = new Set<string>();
     // Probe in parallel, register in the recorded order (a stable replica table).
     const steps = await Promise.all(state.replicas.map((entry) => this.adoptOne(entry)));

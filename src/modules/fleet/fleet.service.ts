@@ -3,6 +3,7 @@ import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RouterConfig, type HostSpec, type SlotSpec } from '../../config/router-config.js';
 import { DomainError } from '../../common/errors/domain-error.js';
+import { traced } from '../../common/tracing/tracing.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import type { PidIdentity } from '../launcher/launcher.transport.js';
@@ -70,7 +71,9 @@ export class FleetService {
   /** Launch `count` replicas (optionally on one host, or on hosts serving `model`); all slots or none (409 with the capacity). */
   launch(count = 1, hostName?: string, model?: string): Promise<Replica[]> {
     this.assertLeader();
-    return this.launcher.launch(count, hostName, model);
+    return traced('fleet.launch', { 'affinity_router.count': count, 'affinity_router.host': hostName ?? '', 'affinity_router.model': model ?? '' }, () =>
+      this.launcher.launch(count, hostName, model),
+    );
   }
 
   /** Launch-timeout and liveness job. */
@@ -93,7 +96,7 @@ export class FleetService {
         { capacity: this.capacity() },
       );
     }
-    rec.drain ??= this.drainAndStop(rec, performance.now() + this.config.drainTimeoutMs);
+    rec.drain ??= traced('fleet.drain', { 'affinity_router.replica': name }, () => this.drainAndStop(rec, performance.now() + this.config.drainTimeoutMs));
     return { rec, done: rec.drain };
   }
 

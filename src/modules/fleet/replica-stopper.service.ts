@@ -8,6 +8,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { FleetBook } from './fleet-book.service.js';
 import type { LaunchRecord } from './launch-record.js';
+import { traced } from '../../common/tracing/tracing.js';
 import { FOREIGN } from './slot-table.js';
 
 /** SIGKILL this long after SIGTERM (contract §6). */
@@ -35,7 +36,7 @@ export class ReplicaStopper {
 
   /** Stop the process once (concurrent calls share it), then free the slot when it stops answering. */
   stop(rec: LaunchRecord): Promise<void> {
-    rec.stopped ??= this.run(rec);
+    rec.stopped ??= traced('fleet.stop', { 'affinity_router.replica': rec.name }, () => this.run(rec));
     return rec.stopped;
   }
 

@@ -8,7 +8,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { AdmissionService } from '../routing/admission.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import type { ReplicaState } from '../registry/replica.js';
-import { routeLabel } from './route-label.js';
+import { routeLabel } from '../../common/http/route-label.js';
 import { registerPrefixMetrics } from './prefix-metrics.js';
 import { registerReadMetrics } from './read-metrics.js';
 import { registerSpeedMetrics } from './speed-metrics.js';

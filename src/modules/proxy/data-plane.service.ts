@@ -49,6 +49,7 @@ export class DataPlaneService extends ExchangeRelay {
    */
   serve(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(req, res);
+    this.traceArrival(ex);
     this.handle(ex).catch((err: unknown) => this.observer.internalError(ex, err));
   }
 

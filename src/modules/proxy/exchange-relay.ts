@@ -1,4 +1,7 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
+import { SpanStatusCode } from '@opentelemetry/api';
+import { routeLabel } from '../../common/http/route-label.js';
+import { endFailed, processTracing, sessionHash, type RouterTracing } from '../../common/tracing/tracing.js';
 import type { Socket } from 'node:net';
 import type { AppLogger } from '../../common/logging/logger.js';
 import type { Replica } from '../registry/replica.js';
@@ -26,10 +29,20 @@ export type RetryAnswer = (next: Replica | undefined) => void;
  * its own tables, a worker process asks the primary (docs/workers.md).
  */
 export abstract class ExchangeRelay {
+  /** This process's tracing (installed before the relay is built), undefined when it is off. */
+  private readonly tracing: RouterTracing | undefined = processTracing();
+
   constructor(
     protected readonly timeouts: RelayTimeouts,
     protected readonly log: AppLogger,
   ) {}
+
+  /** A request arrived: its server span starts now, in the client's trace when it sent one. */
+  protected traceArrival(ex: Exchange): void {
+    if (this.tracing === undefined) return;
+    const method = ex.req.method ?? 'GET';
+    ex.span = this.tracing.serverSpan(method, routeLabel(ex.req.url), ex.req.headers);
+  }
 
   /** A response of status >= 500, or a replica that broke the exchange: passive health. */
   protected abstract upstreamFailed(r: Replica, message: string): void;
@@ -47,6 +60,17 @@ export abstract class ExchangeRelay {
   /** Send `ex` to `r` as routed: the decision's header, the request timeout, the exchange. */
   protected start(ex: Exchange, outcome: RouteOutcome, r: Replica): void {
     ex.outcome = outcome;
+    ex.span?.setAttributes({
+      'affinity_router.replica': r.name,
+      'affinity_router.decision': outcome.kind,
+      'affinity_router.reason': outcome.reason,
+      'affinity_router.model': ex.request?.model ?? '',
+      'affinity_router.session.source': ex.session?.source ?? 'none',
+      'affinity_router.session.hash': ex.session === undefined ? '' : sessionHash(ex.session.id),
+      // From arrival to the decision: reading the body, asking the primary, the admission queue.
+      'affinity_router.route_wait_ms': Math.round((performance.now() - ex.arrivedAt) * 1000) / 1000,
+      'affinity_router.queued': ex.waiter !== undefined,
+    });
     ex.timer = setTimeout(() => this.timedOut(ex, 'request'), this.timeouts.requestTimeoutMs);
     this.dispatch(ex, r);
   }
@@ -60,7 +84,12 @@ export abstract class ExchangeRelay {
     ex.occupy(r);
     const ep = r.endpoint;
     const body = ex.body!;
-    const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers: upstreamHeaders(ex, ep.hostHeader), agent: ep.agent });
+    const headers = upstreamHeaders(ex, ep.hostHeader);
+    if (ex.span !== undefined) {
+      const attributes = { 'server.address': ep.host, 'server.port': ep.port, 'affinity_router.replica': r.name, 'affinity_router.attempt': ex.attempts };
+      ex.attemptSpan = this.tracing?.attemptSpan(ex.span, `${ex.req.method ?? 'GET'} ${r.name}`, attributes, headers);
+    }
+    const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers, agent: ep.agent });
     ex.proxyReq = proxyReq;
     proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
     proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
@@ -94,6 +123,7 @@ export abstract class ExchangeRelay {
     ex.proxyRes = proxyRes;
     ex.at.upstreamFirstByte = performance.now();
     ex.status = proxyRes.statusCode ?? 0;
+    ex.attemptSpan?.setAttribute('http.response.status_code', ex.status);
     if (ex.status >= 500) this.upstreamFailed(r, `status ${ex.status}`);
     const headers = responseHeaders(proxyRes, ex);
     ex.stream = (proxyRes.headers['content-type'] ?? '').startsWith('text/event-stream');
@@ -139,6 +169,8 @@ export abstract class ExchangeRelay {
     // is alive is left to the active probe, which has its own timeout and fall count.
     const signal = refused && err.code !== 'ECONNTIMEOUT';
     if ((refused || staleReuse) && ex.attempts < 2) {
+      if (ex.attemptSpan !== undefined) endFailed(ex.attemptSpan, `${err.code ?? 'error'}: ${err.message}`);
+      ex.attemptSpan = undefined;
       this.released(ex);
       ex.proxyReq = undefined;
       return this.retryTarget(ex, r, staleReuse, signal, err, (next) => {
@@ -202,6 +234,28 @@ export abstract class ExchangeRelay {
     }
     // A client that left before the response started: 499, not the 200 res.statusCode defaults to.
     if (ex.status === 0) ex.status = ex.cause === 'client_abort' && !ex.res.headersSent ? 499 : ex.res.statusCode;
+    if (ex.span !== undefined) this.endSpans(ex);
     this.finished(ex);
+  }
+
+  /** The attempt's client span and the request's server span end with the request's one cause. */
+  private endSpans(ex: Exchange): void {
+    const cause = ex.cause ?? 'ok';
+    const failed = cause !== 'ok' && cause !== 'client_abort';
+    const message = failed ? `${cause}${ex.detail === undefined ? '' : `: ${ex.detail}`}` : '';
+    if (ex.attemptSpan !== undefined) {
+      ex.attemptSpan.setAttribute('affinity_router.cause', cause);
+      if (failed) ex.attemptSpan.setStatus({ code: SpanStatusCode.ERROR, message });
+      ex.attemptSpan.end();
+    }
+    const span = ex.span!;
+    span.setAttributes({
+      'http.response.status_code': ex.status,
+      'affinity_router.cause': cause,
+      'affinity_router.stream': ex.stream,
+      'affinity_router.attempts': ex.attempts,
+    });
+    if (failed || ex.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: message || `status ${ex.status}` });
+    span.end();
   }
 }

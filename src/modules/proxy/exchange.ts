@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Span } from '@opentelemetry/api';
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CLIENT_ID } from '../../common/client-id.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
@@ -63,6 +64,9 @@ export class Exchange {
   waiter: Waiter | undefined;
   /** With `--workers N`: the worker process that served it (the request log's `worker`). */
   worker: number | undefined;
+  /** With tracing on (docs/tracing.md): the request's server span, and the client span of the attempt in progress. */
+  span: Span | undefined;
+  attemptSpan: Span | undefined;
   /** Set by the proxy: cut this exchange (drain timeout). */
   onAbort: ((reason: string) => void) | undefined;
 

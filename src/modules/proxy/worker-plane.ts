@@ -58,6 +58,7 @@ export class WorkerPlane extends ExchangeRelay {
   /** Every `/v1/` request but the model list, which the primary serves from the lists it holds. */
   serve(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(req, res);
+    this.traceArrival(ex);
     this.numbers.set(ex, ++this.seq);
     this.handle(ex).catch((err: unknown) => this.internalError(ex, err));
   }
