@@ -26,6 +26,8 @@ export interface SimFaults {
    * through the router (another router, a batch job), as a router reading engine metrics sees it.
    */
   external_waiting: number;
+  /** `GET /metrics` never answers (an engine whose metrics endpoint hangs). */
+  metrics_hang: boolean;
   /** What `GET /v1/models` answers: the real list, `garbage` (not JSON), or `huge` (~57 MB of LoRA adapters). */
   models_list: 'ok' | 'garbage' | 'huge';
 }
@@ -50,6 +52,7 @@ export function noFaults(): SimFaults {
     refuse: false,
     refuse_ms: null,
     external_waiting: 0,
+    metrics_hang: false,
     models_list: 'ok',
   };
 }
@@ -103,6 +106,10 @@ const SETTERS: Readonly<Record<keyof SimFaults, Setter>> = {
   models_list(f, v) {
     if (v === 'ok' || v === 'garbage' || v === 'huge') f.models_list = v;
     else throw new SimFaultsError(`models_list must be "ok", "garbage" or "huge", got ${JSON.stringify(v)}`);
+  },
+  metrics_hang(f, v) {
+    if (typeof v !== 'boolean') throw new SimFaultsError(`metrics_hang must be true or false, got ${JSON.stringify(v)}`);
+    f.metrics_hang = v;
   },
   external_waiting(f, v) {
     f.external_waiting = chunkCount('external_waiting', v) ?? 0;

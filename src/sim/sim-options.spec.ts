@@ -98,6 +98,7 @@ describe('parseSimArgs', () => {
       refuse: true,
       refuse_ms: 500,
       external_waiting: 0,
+      metrics_hang: false,
       models_list: 'ok',
     });
   });

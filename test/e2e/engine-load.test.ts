@@ -25,8 +25,9 @@ describe('engine-reported load', () => {
   };
 
   before(async () => {
-    sims = await Promise.all(['busy', 'idle', 'm404', 'mjunk'].map((name) => spawnSim({ name })));
-    const [busy, idle, m404, mjunk] = sims;
+    sims = await Promise.all(['busy', 'idle', 'm404', 'mjunk', 'mhang'].map((name) => spawnSim({ name })));
+    const [busy, idle, m404, mjunk, mhang] = sims;
+    await mhang.setFaults({ metrics_hang: true });
     router = await startTestRouter(
       {
         replicas: [
@@ -34,6 +35,7 @@ describe('engine-reported load', () => {
           { name: 'idle', host: '127.0.0.1', port: idle.port, engine: 'vllm' },
           { name: 'm404', host: '127.0.0.1', port: m404.port, metrics_path: '/no-metrics-here' },
           { name: 'mjunk', host: '127.0.0.1', port: mjunk.port, engine: 'sglang', metrics_path: '/health' },
+          { name: 'mhang', host: '127.0.0.1', port: mhang.port, engine: 'vllm' },
         ],
       },
       ['--engine-metrics-interval', '0.2'],
@@ -57,20 +59,21 @@ describe('engine-reported load', () => {
     assert.ok(later.includes('busy'), `the replica takes new conversations again: ${later.join(',')}`);
   });
 
-  it('a metrics endpoint that answers 404 or no known gauges: the replica keeps serving, one log line each, gauge 0', async () => {
+  it('a metrics endpoint that answers 404, no known gauges, or hangs: the replica keeps serving, one log line each, gauge 0', async () => {
     await waitFor(
       async () => {
         const up = await gauges('affinity_router_replica_engine_metrics_up');
-        return up['m404'] === 0 && up['mjunk'] === 0 && up['busy'] === 1 && up['idle'] === 1;
+        return up['m404'] === 0 && up['mjunk'] === 0 && up['mhang'] === 0 && up['busy'] === 1 && up['idle'] === 1;
       },
       10_000,
       'the engine-metrics gauge',
     );
     const served = new Set<string>();
-    for (let i = 0; i < 16; i++) served.add(await ask(`bad-${i}`));
-    assert.ok(served.has('m404') && served.has('mjunk'), `replicas with unreadable metrics still serve: ${[...served].join(',')}`);
+    for (let i = 0; i < 24; i++) served.add(await ask(`bad-${i}`));
+    assert.ok(served.has('m404') && served.has('mjunk') && served.has('mhang'), `replicas with unreadable metrics still serve: ${[...served].join(',')}`);
     const lines = router.logs().filter((l) => l['event'] === 'engine_metrics_unreadable');
-    assert.deepEqual(lines.map((l) => l['replica']).sort(), ['m404', 'mjunk'], 'logged once per replica, not once per scrape');
+    assert.deepEqual(lines.map((l) => l['replica']).sort(), ['m404', 'mhang', 'mjunk'], 'logged once per replica, not once per scrape');
+    assert.ok(!router.logs().some((l) => l['event'] === 'unready' && l['replica'] === 'mhang'), 'a hanging metrics endpoint is not a failed health probe');
     assert.match(String(lines.find((l) => l['replica'] === 'm404')?.['reason']), /status 404/);
     assert.match(String(lines.find((l) => l['replica'] === 'mjunk')?.['reason']), /no sglang load gauges/);
   });
