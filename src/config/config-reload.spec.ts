@@ -21,15 +21,16 @@ describe('planReload', () => {
     assert.deepEqual(plan.fields, {});
   });
 
-  it('applies the affinity slack, and names the routing settings built into tables at start', () => {
+  it('applies the affinity slack and session TTL, and names the routing settings built into tables at start', () => {
     const plan = planReload(
       load({ replicas: [replica('a', 8001)] }),
       load({ replicas: [replica('a', 8001)], routing: { affinity_slack: 0, session_ttl: 60, prefix_affinity: false } }),
     );
-    assert.deepEqual(plan.changed, ['routing.affinity_slack']);
-    assert.deepEqual(plan.restartRequired, ['routing.session_ttl', 'routing.prefix_affinity']);
+    assert.deepEqual(plan.changed, ['routing.affinity_slack', 'routing.session_ttl']);
+    assert.deepEqual(plan.restartRequired, ['routing.prefix_affinity']);
     assert.equal(plan.fields.routing?.affinitySlack, 0);
-    assert.equal(plan.fields.routing?.sessionTtlMs, 600_000, 'the running TTL (the default 600 s) is kept');
+    assert.equal(plan.fields.routing?.sessionTtlMs, 60_000);
+    assert.equal(plan.fields.routing?.prefixAffinity, true, 'the running prefix affinity is kept');
   });
 
   it('names the listener, workers and Redis as needing a restart and leaves them out of the fields', () => {

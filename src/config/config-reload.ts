@@ -53,12 +53,12 @@ const RESTART: ReadonlyArray<readonly [keyof RouterConfigFields, string]> = [
 const LIVE_ROUTING: ReadonlyArray<readonly [keyof RouterConfig['routing'], string]> = [
   ['policy', '--routing-policy'],
   ['affinitySlack', 'routing.affinity_slack'],
-];
-
-const RESTART_ROUTING: ReadonlyArray<readonly [keyof RouterConfig['routing'], string]> = [
   ['sessionHeader', 'routing.session_header'],
   ['bodyField', 'routing.body_field'],
   ['sessionTtlMs', 'routing.session_ttl'],
+];
+
+const RESTART_ROUTING: ReadonlyArray<readonly [keyof RouterConfig['routing'], string]> = [
   ['maxSessions', 'routing.max_sessions'],
   ['prefixAffinity', 'routing.prefix_affinity'],
   ['prefixBlocks', 'routing.prefix_blocks'],

@@ -179,14 +179,24 @@ for (const workers of [1, 2])
       for (let i = 0; i < 5; i++) await ask(`still-${i}`);
     });
 
-    it('names the settings only a restart changes and keeps their running values', async () => {
-      write([sims[1], sims[2]], [0], { affinity_slack: 0, session_header: 'x-conversation' });
+    it('takes a new session header and TTL for the next request, and names the settings only a restart changes', async () => {
+      // Back to the default slack: with 0, a turn sent as the previous one is still being settled may move.
+    write([sims[1]!, sims[2]!], [0], { session_header: 'x-conversation', session_ttl: 120, max_sessions: 50 });
       const r = await adminCall(router, 'POST', '/admin/reload');
       assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.deepEqual(r.body.changed, []);
-      assert.deepEqual(r.body.restart_required, ['routing.session_header']);
-      const first = await ask('restart-check');
-      for (let i = 0; i < 3; i++) assert.equal(await ask('restart-check'), first, 'the session header in effect is still x-session-id');
+      assert.deepEqual(r.body.changed, ['routing.affinity_slack', 'routing.session_header', 'routing.session_ttl']);
+      assert.deepEqual(r.body.restart_required, ['routing.max_sessions']);
+      const send = async (headers: Record<string, string>) =>
+        simRequest(`${router.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })),
+        });
+      const first = await send({ 'x-conversation': 'conv-after-reload' });
+      assert.equal(first.headers['x-session-id'], 'conv-after-reload', 'the new header carries the session');
+      for (let i = 0; i < 3; i++)
+        assert.equal((await send({ 'x-conversation': 'conv-after-reload' })).headers['x-replica-name'], first.headers['x-replica-name']);
+      assert.notEqual((await send({ 'x-session-id': 'old-header' })).headers['x-session-id'], 'old-header', 'the old header is no longer read');
     });
   });
 

@@ -16,19 +16,25 @@ const FIRST_WINS = [false, true];
 export class AffinityService {
   /** `prefix_affinity`: a request with no id gets its prompt's block-hash chain. */
   private readonly prefixAffinity: boolean;
-  readonly headerName: string;
-  private readonly bodyField: string;
-  /** The quoted keys peeked in one pass: the session field, then `model` (contract §4.3). */
-  private readonly needles: readonly Buffer[];
+  /** The quoted keys peeked in one pass: the session field, then `model` (contract §4.3); rebuilt when a reload changes the field. */
+  private peeked: { readonly field: string; readonly needles: readonly Buffer[] } | undefined;
 
   constructor(
-    config: RouterConfig,
+    private readonly config: RouterConfig,
     readonly clock: Clock,
   ) {
     this.prefixAffinity = config.routing.prefixAffinity;
-    this.headerName = config.routing.sessionHeader.toLowerCase();
-    this.bodyField = config.routing.bodyField;
-    this.needles = [Buffer.from(JSON.stringify(this.bodyField)), Buffer.from('"model"')];
+  }
+
+  /** The session header, read at each request: a config reload changes it for the next one (docs/reload.md). */
+  get headerName(): string {
+    return this.config.routing.sessionHeader.toLowerCase();
+  }
+
+  private get needles(): readonly Buffer[] {
+    const field = this.config.routing.bodyField;
+    if (this.peeked?.field !== field) this.peeked = { field, needles: [Buffer.from(JSON.stringify(field)), Buffer.from('"model"')] };
+    return this.peeked.needles;
   }
 
   /**

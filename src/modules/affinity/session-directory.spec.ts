@@ -19,6 +19,16 @@ describe('SessionDirectory', () => {
     assert.equal(r.pinning.count, 0);
   });
 
+  it('takes a new TTL for the pins it holds (a config reload), and refuses a non-positive one', () => {
+    const d = new SessionDirectory<PinTarget>(60_000, 10);
+    d.pin('s', target('r0'), 0);
+    assert.equal(d.lookup('s', 30_000).status, 'live');
+    d.setTtl(10_000);
+    assert.equal(d.ttlMs, 10_000);
+    assert.equal(d.lookup('s', 30_000).status, 'expired');
+    assert.throws(() => d.setTtl(0), /session ttl must be positive, got 0/);
+  });
+
   it('is alive at ttl-1 s and expired at ttl+1 s; pinning refreshes', () => {
     const d = new SessionDirectory<PinTarget>(60_000, 10);
     const r = target('r0');

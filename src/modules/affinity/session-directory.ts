@@ -68,13 +68,23 @@ export class SessionDirectory<T extends PinTarget> {
   changes: PinChanges<T> | undefined;
 
   constructor(
-    readonly ttlMs: number,
+    private ttl: number,
     readonly maxSessions: number,
   ) {
-    if (!(ttlMs > 0)) throw new RangeError(`session ttl must be positive, got ${ttlMs}`);
+    if (!(ttl > 0)) throw new RangeError(`session ttl must be positive, got ${ttl}`);
     if (!Number.isInteger(maxSessions) || maxSessions < 1) {
       throw new RangeError(`max sessions must be a positive integer, got ${maxSessions}`);
     }
+  }
+
+  get ttlMs(): number {
+    return this.ttl;
+  }
+
+  /** A config reload: pins expire `ms` after their last use from now on (the pins held keep their last-use times). */
+  setTtl(ms: number): void {
+    if (!(ms > 0)) throw new RangeError(`session ttl must be positive, got ${ms}`);
+    this.ttl = ms;
   }
 
   /** Live pins (released and expired-but-unswept entries excluded once swept). */

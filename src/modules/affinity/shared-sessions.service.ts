@@ -15,18 +15,23 @@ import type { PromptChain } from './prefix-hash.js';
 @Injectable()
 export class SharedSessions {
   readonly enabled: boolean;
-  /** A local pin younger than this is trusted without asking Redis. */
-  readonly cacheMs: number;
-  private readonly ttlMs: number;
   errors = 0;
 
   constructor(
-    config: RouterConfig,
+    private readonly config: RouterConfig,
     @Inject(RedisService) private readonly redis: RedisService,
   ) {
     this.enabled = redis.enabled;
-    this.ttlMs = config.routing.sessionTtlMs;
-    this.cacheMs = Math.min(1_000, this.ttlMs / 4);
+  }
+
+  /** Read at each use: a config reload changes the session TTL (docs/reload.md). */
+  private get ttlMs(): number {
+    return this.config.routing.sessionTtlMs;
+  }
+
+  /** A local pin younger than this is trusted without asking Redis. */
+  get cacheMs(): number {
+    return Math.min(1_000, this.ttlMs / 4);
   }
 
   /** The replica name Redis holds for a session, or undefined (none, or Redis unavailable). */

@@ -73,6 +73,8 @@ export class RoutingService {
 
   /** The TTL sweep (RoutingJobs, once a second): expired pins leave the directory. */
   sweepSessions(): void {
+    // A config reload may have changed the TTL: taken here, within a second (docs/reload.md).
+    if (this.directory.ttlMs !== this.config.routing.sessionTtlMs) this.directory.setTtl(this.config.routing.sessionTtlMs);
     this.directory.sweep(this.clock.now());
   }
 
