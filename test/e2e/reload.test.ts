@@ -181,7 +181,7 @@ for (const workers of [1, 2])
 
     it('takes a new session header and TTL for the next request, and names the settings only a restart changes', async () => {
       // Back to the default slack: with 0, a turn sent as the previous one is still being settled may move.
-    write([sims[1]!, sims[2]!], [0], { session_header: 'x-conversation', session_ttl: 120, max_sessions: 50 });
+      write([sims[1], sims[2]], [0], { session_header: 'x-conversation', session_ttl: 120, max_sessions: 50 });
       const r = await adminCall(router, 'POST', '/admin/reload');
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.deepEqual(r.body.changed, ['routing.affinity_slack', 'routing.session_header', 'routing.session_ttl']);
