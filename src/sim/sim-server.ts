@@ -230,8 +230,7 @@ class Simulator implements SimServer {
     } else if (path === '/metrics' && req.method === 'GET') {
       if (this.currentFaults.metrics_hang) return void req.resume(); // never answered; the client's departure ends it
       const text = this.stats_.metricsText(this.name, this.rt.admission.running, this.rt.admission.waiting + this.currentFaults.external_waiting);
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-      res.end(text);
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text);
     } else {
       req.resume();
       sendJson(res, 404, errorBody(404, `no route for ${req.method ?? 'GET'} ${path}`));

@@ -81,12 +81,11 @@ export class SessionDirectory<T extends PinTarget> {
     return this.ttl;
   }
 
-  /** A config reload: pins expire `ms` after their last use from now on (the pins held keep their last-use times). */
+  /** A config reload: pins expire `ms` after their last use from now on. */
   setTtl(ms: number): void {
     if (!(ms > 0)) throw new RangeError(`session ttl must be positive, got ${ms}`);
     this.ttl = ms;
   }
-
   /** Live pins (released and expired-but-unswept entries excluded once swept). */
   get size(): number {
     return this.map.size - this.stale;

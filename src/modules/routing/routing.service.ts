@@ -2,13 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { RouterConfig } from '../../config/router-config.js';
 import { Clock } from '../../common/clock.js';
 import { SharedSessions } from '../affinity/shared-sessions.service.js';
-import { SessionDirectory, type PinLookup, type SessionsView } from '../affinity/session-directory.js';
+import { SessionDirectory, type SessionsView } from '../affinity/session-directory.js';
 import { PrefixIndex, type PrefixIndexView } from '../affinity/prefix-index.js';
 import { bodyPromptChain } from '../affinity/prefix-hash.js';
 import type { RequestKeys } from '../affinity/session-id.js';
 import { RegistryService } from '../registry/registry.service.js';
 import type { Replica } from '../registry/replica.js';
-import { decide, leastOutstanding, livesOn, preferCached, warmHome, type Candidates, type Decision, type PinState } from './routing.policy.js';
+import { decide, leastOutstanding, livesOn, preferCached, warmHome, type Decision, type PinState } from './routing.policy.js';
+import { servesModel, toPinState } from './pin-state.js';
 import { ReplicaSpeeds } from './replica-speeds.js';
 import type { RouteRequest } from './route-request.js';
 import { RoutingMetrics } from './routing.metrics.js';
@@ -40,6 +41,7 @@ export class RoutingService {
   readonly prefixIndex: PrefixIndexView<Replica> | undefined;
 
   constructor(
+    /** Slack and policy are read at each decision: a config reload changes them for the next request. */
     private readonly config: RouterConfig,
     private readonly registry: RegistryService,
     readonly clock: Clock,
@@ -60,15 +62,6 @@ export class RoutingService {
       this.counter = n === 0 ? 0 : this.counter % n;
       this.modelCounters.clear();
     });
-  }
-
-  /** Read at each decision: a config reload changes them for the next request (docs/reload.md). */
-  private get slack(): number {
-    return this.config.routing.affinitySlack;
-  }
-
-  private get policy(): RouterConfig['routing']['policy'] {
-    return this.config.routing.policy;
   }
 
   /** The TTL sweep (RoutingJobs, once a second): expired pins leave the directory. */
@@ -118,7 +111,7 @@ export class RoutingService {
 
   /** Whether routing a request of `sessionId` reads its body now: a first turn (no pin yet) with prefix affinity on. */
   readsBody(sessionId: string): boolean {
-    return this.policy === 'affinity' && this.prefixes !== undefined && this.directory.lookup(sessionId, this.clock.now()).status === 'none';
+    return this.config.routing.policy === 'affinity' && this.prefixes !== undefined && this.directory.lookup(sessionId, this.clock.now()).status === 'none';
   }
 
   /** Decide where `req` goes and apply it: pinned, counted, and with a shared store, published. */
@@ -138,7 +131,7 @@ export class RoutingService {
   private decideAndApply(req: RouteRequest): Decision<Replica> {
     const now = this.clock.now();
     const { sessionId, prefix, model } = req;
-    if (this.policy !== 'affinity') return this.baseline(sessionId, now, model);
+    if (this.config.routing.policy !== 'affinity') return this.baseline(sessionId, now, model);
     // A live pin is marked used here; a decision to retain it then needs no second write.
     const found = this.directory.touch(sessionId, now);
     const index = this.prefixes;
@@ -156,7 +149,7 @@ export class RoutingService {
     const pinned = held ?? (useful ? match.target : undefined);
     const pin: PinState<Replica> = pinned !== undefined ? { status: 'prefix', replica: pinned } : toPinState(found);
     this.speeds?.refresh(this.registry.list);
-    let d = decide(this.registry.list, this.cursor(model), pin, this.slack, servesModel(model));
+    let d = decide(this.registry.list, this.cursor(model), pin, this.config.routing.affinitySlack, servesModel(model));
     if (d.kind === 'none') {
       this.rejectedCount++;
       return d;
@@ -166,7 +159,7 @@ export class RoutingService {
     // ... among the replicas serving the request's model.
     const cached = match !== undefined && (model === undefined || match.target.serves(model)) ? match : undefined;
     if (d.kind === 'initialize' && pin.status === 'none') {
-      const served = preferCached(d.replica, cached, this.slack);
+      const served = preferCached(d.replica, cached, this.config.routing.affinitySlack);
       // A conversation drawn to a cached prefix lives there; otherwise maybe on a slower replica (routing.policy.ts, warmHome).
       const home = this.warmHandoff && served === d.replica ? warmHome(this.registry.list, this.cursor(model), served, servesModel(model)) : undefined;
       d = home === undefined ? { kind: 'initialize', replica: served } : { kind: 'initialize', replica: served, home };
@@ -214,7 +207,7 @@ export class RoutingService {
     const list = this.registry.list;
     const candidate = servesModel(model);
     let r: Replica | undefined;
-    if (this.policy === 'round-robin') {
+    if (this.config.routing.policy === 'round-robin') {
       for (let i = 0; i < list.length && r === undefined; i++) {
         const c = list[(this.rr + i) % list.length];
         if (c.routable && !c.full && (candidate === undefined || candidate(c))) r = c;
@@ -300,21 +293,3 @@ const NO_SYNC = { publish: false } as const;
 
 /** Most models with a cursor of their own (beyond it the cursors restart). */
 const MAX_MODEL_CURSORS = 1024;
-
-/** The candidate filter of a request naming `model` (contract §4.3); none without one. */
-function servesModel(model: string | undefined): Candidates<Replica> {
-  return model === undefined ? undefined : (r) => r.serves(model);
-}
-
-function toPinState(l: PinLookup<Replica>): PinState<Replica> {
-  switch (l.status) {
-    case 'none':
-      return l;
-    case 'live':
-      return { status: 'live', replica: l.target };
-    case 'expired':
-      return { status: 'expired', replica: l.target };
-    case 'released':
-      return { status: 'released', replica: l.target, reason: l.target.removed ? 'removed' : 'draining' };
-  }
-}
