@@ -15,7 +15,8 @@ const JOB = 'fleet-autoscale';
 
 /** One pool's autoscaler state. */
 export interface PoolState {
-  readonly pool: Pool;
+  /** Replaced by a config reload that changes the pool's hosts (its windows and pending launches stay). */
+  pool: Pool;
   track: PoolTrack;
   /** The decision of the last tick (undefined before the first). */
   last: Decision | undefined;
@@ -38,7 +39,7 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
   get settings(): AutoscaleSettings | undefined {
     return this.config.autoscale;
   }
-  private readonly states: PoolState[];
+  private states: PoolState[];
   private pausedFlag = false;
   private busy = false;
   /** Decisions by `direction|reason` (the counter of /metrics). */
@@ -51,7 +52,7 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
     private readonly scheduler: SchedulerRegistry,
     @Inject(APP_LOGGER) private readonly log: AppLogger,
   ) {
-    this.states = poolsOf(config.hosts).map((pool) => ({ pool, track: NEW_TRACK, last: undefined, lastFailure: undefined, pending: new Set() }));
+    this.states = poolsOf(config.hosts).map(newState);
   }
 
   get enabled(): boolean {
@@ -75,6 +76,21 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
 
   onApplicationShutdown(): void {
     stopJobs(this.scheduler, JOB);
+  }
+
+  /**
+   * After a config reload that changed the hosts: a pool per model again. A model still served
+   * keeps its state (windows, pending launches) with its new hosts; a new model starts afresh; a
+   * model no host serves any more leaves (its replicas drain with their slots).
+   */
+  reconfigure(): void {
+    const was = new Map(this.states.map((s) => [s.pool.model, s]));
+    this.states = poolsOf(this.config.hosts).map((pool) => {
+      const kept = was.get(pool.model);
+      if (kept === undefined) return newState(pool);
+      kept.pool = pool;
+      return kept;
+    });
   }
 
   /** After a config reload: the decision period may have changed. */
@@ -200,4 +216,8 @@ export class AutoscalerService implements OnApplicationBootstrap, OnApplicationS
       `autoscale ${state.pool.model}: launch failed (${state.track.failures} in a row): ${reason}; next try in ${retryInMs / 1000} s at the earliest`,
     );
   }
+}
+
+function newState(pool: Pool): PoolState {
+  return { pool, track: NEW_TRACK, last: undefined, lastFailure: undefined, pending: new Set() };
 }

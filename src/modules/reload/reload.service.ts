@@ -82,6 +82,7 @@ export class ReloadService implements OnModuleInit {
     this.config.update(plan.fields);
     if (this.config.health.intervalMs !== before.health) this.healthJobs.reschedule();
     if (this.config.autoscale?.intervalMs !== before.autoscale) this.autoscaler.reschedule();
+    if (plan.changed.includes('hosts')) this.autoscaler.reconfigure();
     if (this.workers.enabled && Object.keys(plan.fields).length > 0) this.workers.reconfigure(plan.fields);
     const fleet = this.fleet.apply(plan);
     this.metrics.reloaded('applied');
