@@ -50,7 +50,8 @@ async function main(): Promise<void> {
   // into, and the default action (exit) would drop what start-up launched.
   let reload: (() => void) | undefined;
   process.on('SIGHUP', () => {
-    if (reload !== undefined) reload();
+    if (first !== undefined) process.stderr.write(`received SIGHUP while draining after ${first}: ignored\n`);
+    else if (reload !== undefined) reload();
     else process.stderr.write('received SIGHUP during start-up: ignored (send it again once the router listens)\n');
   });
   const { app, log } = await startRouter(config, { env, argv, internalErrors });

@@ -51,6 +51,11 @@ export function auditRefusal(log: AppLogger, raw: IncomingMessage, status: numbe
   writeAudit(log, r.adminId ?? 'unauthenticated', `${method} ${((raw.url ?? '').split('?')[0] ?? '').slice(0, 256)}`, `http_${status}`, detail);
 }
 
+/** The audit line of an action a signal asked for (SIGHUP: reload), in the admin calls' shape; `who` is the signal. */
+export function auditSignal(log: AppLogger, signal: string, what: string, result: string, detail?: string): void {
+  writeAudit(log, signal, what, result, detail);
+}
+
 /** The one shape of an audit line: who, what, result (and why, when it did not succeed). */
 function writeAudit(log: AppLogger, who: string, what: string, result: string, detail?: string): void {
   log.info({ event: 'audit', who, what, result, ...(detail !== undefined ? { detail } : {}) }, `admin ${what}: ${result}`);

@@ -6,6 +6,7 @@ import { loadRouterConfig } from '../../config/config.loader.js';
 import { planReload } from '../../config/config-reload.js';
 import { RouterConfig } from '../../config/router-config.js';
 import { CONFIG_SOURCE, type ConfigSource } from '../../common/process-env.js';
+import { auditSignal } from '../../common/audit/audit.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import { AutoscalerService } from '../autoscale/autoscaler.service.js';
@@ -55,9 +56,13 @@ export class ReloadService implements OnModuleInit {
     this.metrics.inEffect(fileHash(this.config.configPath));
   }
 
-  /** Runs one reload after any still running. */
+  /** Runs one reload after any still running. A SIGHUP's is audited here (the admin route audits its own call). */
   reload(trigger: ReloadTrigger): Promise<ReloadOutcome> {
-    const run = this.last.then(() => this.run(trigger));
+    const run = this.last.then(() => {
+      const o = this.run(trigger);
+      if (trigger === 'sighup') auditSignal(this.log, 'SIGHUP', 'reload config', o.result === 'applied' ? 'ok' : 'invalid_config');
+      return o;
+    });
     this.last = run.catch(() => undefined);
     return run;
   }
