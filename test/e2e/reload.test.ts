@@ -94,7 +94,11 @@ for (const workers of [1, 2])
       const line = await sighup();
       assert.equal(line['result'], 'applied');
       assert.equal(line['trigger'], 'sighup');
-    await waitFor(() => router.logs().find((l) => l['event'] === 'audit' && l['who'] === 'SIGHUP' && l['what'] === 'reload config' && l['result'] === 'ok'), 5_000, 'the audit line of the SIGHUP');
+      await waitFor(
+        () => router.logs().find((l) => l['event'] === 'audit' && l['who'] === 'SIGHUP' && l['what'] === 'reload config' && l['result'] === 'ok'),
+        5_000,
+        'the audit line of the SIGHUP',
+      );
       assert.deepEqual(line['replicas_removed'], ['a']);
       const placed = await Promise.all(Array.from({ length: 20 }, (_, i) => ask(`after-rm-${i}`)));
       assert.ok(!placed.includes('a'), `no new conversation on a: ${placed.join(',')}`);
