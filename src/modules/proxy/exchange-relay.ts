@@ -8,7 +8,7 @@ import type { Replica } from '../registry/replica.js';
 import { requestTo } from '../registry/replica-endpoint.js';
 import { switched, type RouteOutcome } from '../routing/routing.policy.js';
 import type { Exchange } from './exchange.js';
-import { relayBody, responseHeaders, upstreamHeaders } from './upstream.js';
+import { flatHeaders, relayBody, responseHeaders, upstreamHeaders } from './upstream.js';
 
 /** The timeouts of an exchange with a replica (contract §3). */
 export interface RelayTimeouts {
@@ -89,7 +89,7 @@ export abstract class ExchangeRelay {
       const attributes = { 'server.address': ep.host, 'server.port': ep.port, 'affinity_router.replica': r.name, 'affinity_router.attempt': ex.attempts };
       ex.attemptSpan = this.tracing?.attemptSpan(ex.span, `${ex.req.method ?? 'GET'} ${r.name}`, attributes, headers);
     }
-    const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers, agent: ep.agent });
+    const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers: flatHeaders(headers), agent: ep.agent });
     ex.proxyReq = proxyReq;
     proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
     proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { PassThrough, Writable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Exchange } from './exchange.js';
-import { relayBody } from './upstream.js';
+import { flatHeaders, relayBody } from './upstream.js';
 
 /**
  * The client side of an exchange, standing in for its ServerResponse: records what it is given
@@ -91,5 +91,20 @@ describe('relayBody (the data plane relay)', { timeout: 5_000 }, () => {
     r.client.destroy();
     await r.send('data: late\n\n');
     assert.deepEqual([r.client.chunks, r.ex.bytesOut, r.refreshes()], [[], 0, 0]);
+  });
+});
+
+describe('flatHeaders (the upstream request headers as http.request takes them)', () => {
+  it('lists each name with its value, one entry per element of a list, numbers as text, nothing for undefined', () => {
+    assert.deepEqual(flatHeaders({ host: 'r:8000', 'content-length': 12, cookie: ['a=1', 'b=2'], 'x-absent': undefined }), [
+      'host',
+      'r:8000',
+      'content-length',
+      '12',
+      'cookie',
+      'a=1',
+      'cookie',
+      'b=2',
+    ]);
   });
 });

@@ -106,6 +106,23 @@ function connectionNamed(value: string | string[] | undefined): Set<string> | un
 }
 
 /** Copy `from` into `to` without the hop-by-hop headers, those named in its `Connection` included. */
+/**
+ * `headers` as the flat `[name, value, ...]` list `http.request` takes as it is (the layout of
+ * `rawHeaders`): Node then writes them without a `setHeader` per name, which stores and validates
+ * each one a second time (bench/RESULTS.md: the data path's allocations). A list value becomes one
+ * entry per element.
+ */
+export function flatHeaders(headers: OutgoingHttpHeaders): string[] {
+  const out: string[] = [];
+  for (const k in headers) {
+    const v = headers[k];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const x of v) out.push(k, x);
+    else out.push(k, typeof v === 'string' ? v : String(v));
+  }
+  return out;
+}
+
 export function copyEndToEnd(from: IncomingHttpHeaders, to: OutgoingHttpHeaders): OutgoingHttpHeaders {
   const named = connectionNamed(from.connection);
   for (const k in from) if (!HOP_BY_HOP.has(k) && (named === undefined || !named.has(k))) to[k] = from[k];
