@@ -8,7 +8,7 @@ import { RegistryService } from '../registry/registry.service.js';
 import { staticReplica } from '../registry/static-replicas.loader.js';
 import { RoutingService } from '../routing/routing.service.js';
 import { FleetBook } from './fleet-book.service.js';
-import { FleetService, untilIdleOr } from './fleet.service.js';
+import { drainedOrCut, FleetService } from './fleet.service.js';
 
 /** What a reload did to the fleet, for the answer and the audit line. */
 export interface FleetReloadReport {
@@ -101,11 +101,7 @@ export class FleetReload {
       { event: 'drain', replica: name, outstanding: r.outstanding, reason: 'config_reload' },
       `static replica ${name} left the config: draining (never stopped)`,
     );
-    await untilIdleOr(performance.now() + this.config.drainTimeoutMs, [r]);
-    if (r.outstanding > 0) {
-      this.log.warn({ event: 'drain_timeout', replica: name, outstanding: r.outstanding }, `drain of ${name} timed out; cutting ${r.outstanding} requests`);
-      for (const x of [...r.inflight]) x.abort(`replica ${name} left the config and its drain timed out`);
-    }
+    await drainedOrCut(r, performance.now() + this.config.drainTimeoutMs, this.log, 'left the config');
     if (this.registry.get(name) === r) this.registry.remove(name);
     this.log.info({ event: 'replica_removed', replica: name, reason: 'config_reload' }, `static replica ${name} removed`);
   }

@@ -147,11 +147,7 @@ export class FleetService {
     this.routing.releasePins(r);
     rec.drainDeadline = new Date(Date.now() + Math.max(0, deadline - performance.now())).toISOString();
     this.log.info({ event: 'drain', replica: r.name, outstanding: r.outstanding, drain_deadline: rec.drainDeadline }, `draining ${r.name}`);
-    await untilIdleOr(deadline, [r]);
-    if (r.outstanding > 0) {
-      this.log.warn({ event: 'drain_timeout', replica: r.name, outstanding: r.outstanding }, `drain of ${r.name} timed out; cutting ${r.outstanding} requests`);
-      for (const x of [...r.inflight]) x.abort(`replica ${r.name} was removed and its drain timed out`);
-    }
+    await drainedOrCut(r, deadline, this.log, 'was removed');
     // A drain that began while the process was being spawned (a shutdown during a scale-up) stops
     // it once its pid is known; a launch that failed has already freed its slot.
     await rec.spawning?.catch(() => undefined);
@@ -259,6 +255,17 @@ export class FleetService {
  * Resolves when every replica of `replicas` has no request of this router in flight (each one's
  * `whenIdle()`, an event from the proxy), or at `deadline` (performance.now() ms), whichever first.
  */
+/**
+ * Waits for a draining replica's last request (untilIdleOr); at `deadline`, logs the timeout and
+ * cuts what is left, each with `replica <name> <why> and its drain timed out`.
+ */
+export async function drainedOrCut(r: Replica, deadline: number, log: AppLogger, why: string): Promise<void> {
+  await untilIdleOr(deadline, [r]);
+  if (r.outstanding === 0) return;
+  log.warn({ event: 'drain_timeout', replica: r.name, outstanding: r.outstanding }, `drain of ${r.name} timed out; cutting ${r.outstanding} requests`);
+  for (const x of [...r.inflight]) x.abort(`replica ${r.name} ${why} and its drain timed out`);
+}
+
 export async function untilIdleOr(deadline: number, replicas: readonly Replica[]): Promise<void> {
   const stop = new AbortController();
   const timeout = sleep(Math.max(0, deadline - performance.now()), undefined, { signal: stop.signal }).catch(() => undefined);
