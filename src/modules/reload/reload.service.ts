@@ -53,7 +53,14 @@ export class ReloadService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.metrics.inEffect(fileHash(this.config.configPath));
+    const path = this.config.configPath;
+    let text: string | undefined;
+    try {
+      text = path === undefined ? undefined : readFileSync(path, 'utf8');
+    } catch {
+      text = undefined; // gone since start: no hash until a reload reads it
+    }
+    this.metrics.inEffect(textHash(text));
   }
 
   /** Runs one reload after any still running. A SIGHUP's is audited here (the admin route audits its own call). */
@@ -69,10 +76,15 @@ export class ReloadService implements OnModuleInit {
 
   private run(trigger: ReloadTrigger): ReloadOutcome {
     let next: RouterConfig;
-    let hash: string;
+    // The hash is of the text the loader read, not of a second read that could see a newer file.
+    const texts = new Map<string, string>();
+    const readFile = (p: string): string => {
+      const text = readFileSync(p, 'utf8');
+      texts.set(p, text);
+      return text;
+    };
     try {
-      next = loadRouterConfig(this.source.argv, this.source.env, { isTty: process.stdout.isTTY === true, reload: true });
-      hash = fileHash(next.configPath);
+      next = loadRouterConfig(this.source.argv, this.source.env, { isTty: process.stdout.isTTY === true, reload: true, readFile });
     } catch (e: unknown) {
       if (!(e instanceof ConfigError)) throw e;
       this.metrics.reloaded('invalid');
@@ -82,6 +94,7 @@ export class ReloadService implements OnModuleInit {
       );
       return { result: 'invalid', problems: e.problems };
     }
+    const hash = textHash(next.configPath === undefined ? undefined : texts.get(next.configPath));
     const plan = planReload(this.config, next);
     const before = { health: this.config.health.intervalMs, autoscale: this.config.autoscale?.intervalMs };
     this.config.update(plan.fields);
@@ -114,12 +127,7 @@ export class ReloadService implements OnModuleInit {
   }
 }
 
-/** First 12 hex digits of the SHA-256 of the file at `path` ('' without one, or when it cannot be read). */
-function fileHash(path: string | undefined): string {
-  if (path === undefined) return '';
-  try {
-    return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 12);
-  } catch {
-    return '';
-  }
+/** First 12 hex digits of the SHA-256 of a config file's text ('' without one). */
+function textHash(text: string | undefined): string {
+  return text === undefined ? '' : createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
