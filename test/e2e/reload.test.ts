@@ -8,6 +8,17 @@ import { simHost } from '../support/fleet.js';
 import { parseProm, sum } from '../support/prom.js';
 import { startRedis } from '../support/redis.js';
 
+/** One short chat turn of `session` through `router`; answers the replica that served it. */
+async function askOn(router: { url: string }, session: string): Promise<string> {
+  const r = await simRequest(`${router.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'x-session-id': session, 'content-type': 'application/json' },
+    body: Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })),
+  });
+  assert.equal(r.status, 200, r.body.toString());
+  return String(r.headers['x-replica-name']);
+}
+
 /**
  * Config reload without restart (issue 29 item 1, docs/reload.md), on one router process as an
  * operator runs it: the file is rewritten, then SIGHUP or POST /admin/reload. Once with the
@@ -26,15 +37,7 @@ for (const workers of [1, 2])
       writeFileSync(file, JSON.stringify({ replicas: replicas.map(staticEntry), hosts: [{ ...host, devices }], routing }, null, 2));
     const chat = (tokens: number): string =>
       JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: tokens, stream: true });
-    const ask = async (session: string): Promise<string> => {
-      const r = await simRequest(`${router.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'x-session-id': session, 'content-type': 'application/json' },
-        body: Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })),
-      });
-      assert.equal(r.status, 200, r.body.toString());
-      return String(r.headers['x-replica-name']);
-    };
+    const ask = (session: string): Promise<string> => askOn(router, session);
     const replicas = async (): Promise<Array<{ name: string; ready: boolean; draining: boolean; pid?: number }>> =>
       (await adminCall(router, 'GET', '/replicas')).body.replicas;
     const reloads = async (result: string): Promise<number> =>
@@ -236,18 +239,10 @@ describe('config reload with two routers on Redis, two workers each', () => {
       );
       assert.equal(leader.logs().filter((l) => l['event'] === 'launch').length, 2);
       // Sessions are shared: each turn alternates routers (and lands on either router's workers).
-      const on = async (r: RouterProcess, session: string): Promise<string> => {
-        const res = await simRequest(`${r.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { 'x-session-id': session, 'content-type': 'application/json' },
-          body: Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })),
-        });
-        assert.equal(res.status, 200, res.body.toString());
-        return String(res.headers['x-replica-name']);
-      };
       for (let i = 0; i < 20; i++) {
-        const first = await on(i % 2 === 0 ? leader : follower, `shared-${i}`);
-        for (let turn = 1; turn < 4; turn++) assert.equal(await on(turn % 2 === i % 2 ? leader : follower, `shared-${i}`), first, `shared-${i} turn ${turn}`);
+        const first = await askOn(i % 2 === 0 ? leader : follower, `shared-${i}`);
+        for (let turn = 1; turn < 4; turn++)
+          assert.equal(await askOn(turn % 2 === i % 2 ? leader : follower, `shared-${i}`), first, `shared-${i} turn ${turn}`);
       }
       writeFileSync(file, JSON.stringify({ hosts: [{ ...host, devices: [0] }], routing: { affinity_slack: 3 } }));
       const followed = await adminCall(follower, 'POST', '/admin/reload');
