@@ -106,11 +106,15 @@ export abstract class ExchangeRelay {
         e.code = 'ECONNTIMEOUT';
         proxyReq.destroy(e);
       }, this.timeouts.connectTimeoutMs);
+      // The close listener goes once connected: left on a kept-alive socket it would hold this
+      // exchange (and its body) for as long as the socket lives.
+      const onClose = (): void => clearTimeout(t);
       socket.once(ex.replica!.endpoint.scheme === 'https' ? 'secureConnect' : 'connect', () => {
         clearTimeout(t);
+        socket.off('close', onClose);
         ex.connected = true;
       });
-      socket.once('close', () => clearTimeout(t));
+      socket.once('close', onClose);
     } else {
       ex.connected = true;
     }
@@ -236,6 +240,7 @@ export abstract class ExchangeRelay {
     if (ex.status === 0) ex.status = ex.cause === 'client_abort' && !ex.res.headersSent ? 499 : ex.res.statusCode;
     if (ex.span !== undefined) this.endSpans(ex);
     this.finished(ex);
+    ex.release();
   }
 
   /** The attempt's client span and the request's server span end with the request's one cause. */

@@ -9,6 +9,25 @@ import type { RouteRequest } from '../routing/route-request.js';
 import { NO_ROUTE, type RouteOutcome } from '../routing/routing.policy.js';
 import { errorBody, ROUTER_ERRORS, streamErrorEvent, type RouterErrorCode } from './router-error.js';
 
+/** A settled exchange's client request (Exchange.release): nothing left to read. */
+const SETTLED_REQUEST = Object.freeze({
+  method: undefined,
+  url: undefined,
+  headers: Object.freeze({}),
+  socket: Object.freeze({}),
+}) as unknown as IncomingMessage;
+
+/** A settled exchange's client response: sent, ended and destroyed, so that nothing writes to it. */
+const SETTLED_RESPONSE = Object.freeze({
+  headersSent: true,
+  destroyed: true,
+  closed: true,
+  writableEnded: true,
+  writableFinished: true,
+  statusCode: 0,
+  destroy: () => undefined,
+}) as unknown as ServerResponse;
+
 /** `\n\n` as {@link Exchange.tail} holds it: the end of an SSE event. */
 const LF_LF = 0x0a0a;
 
@@ -70,15 +89,30 @@ export class Exchange {
   /** Set by the proxy: cut this exchange (drain timeout). */
   onAbort: ((reason: string) => void) | undefined;
 
+  private clientReq: IncomingMessage;
+  private clientRes: ServerResponse;
+
   constructor(
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    req: IncomingMessage,
+    res: ServerResponse,
     /** performance.now() at arrival (a worker's request is reported by the primary with the worker's time). */
     arrivedAt = performance.now(),
   ) {
+    this.clientReq = req;
+    this.clientRes = res;
     this.arrivedAt = arrivedAt;
     const incoming = req.headers['x-request-id'];
     this.id = typeof incoming === 'string' && CLIENT_ID.test(incoming) ? incoming : randomUUID();
+  }
+
+  /** The client's request; after {@link release}, a stand-in with no method, URL or headers. */
+  get req(): IncomingMessage {
+    return this.clientReq;
+  }
+
+  /** The response to the client; after {@link release}, a stand-in that is sent, ended and destroyed. */
+  get res(): ServerResponse {
+    return this.clientRes;
   }
 
   /** The fleet cuts this exchange (a drain that timed out). */
@@ -163,6 +197,27 @@ export class Exchange {
     if (this.session) set['x-session-id'] = this.session.id;
     if (this.replica) set['x-router-replica'] = this.replica.name;
     return h;
+  }
+
+  /**
+   * The exchange is settled and observed: it lets go of the client's request and response, the
+   * upstream ones, its body, session and routing key, and keeps its id, marks, counts and cause.
+   * Whatever still points at it then holds a few hundred bytes, not the whole request: the
+   * young-generation collector keeps every object an old one points at, dead or not, and an ended
+   * exchange reached that way dragged its request, its response and their buffers into the old
+   * generation (bench/RESULTS.md, "Ended exchanges let go"). A late event (a retry answer, an
+   * upstream error) finds a response that is sent and destroyed, and does nothing.
+   */
+  release(): void {
+    this.clientReq = SETTLED_REQUEST;
+    this.clientRes = SETTLED_RESPONSE;
+    this.proxyReq = undefined;
+    this.proxyRes = undefined;
+    this.body = undefined;
+    this.request = undefined;
+    this.session = undefined;
+    this.waiter = undefined;
+    this.onAbort = undefined;
   }
 
   clearTimer(): void {
