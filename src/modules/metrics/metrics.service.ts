@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import { METRIC_PREFIX, MetricsRegistry, monotonic, ScrapedCounts } from '../../common/metrics/metrics-registry.js';
+import { histogramSeries, type Observer } from '../../common/metrics/histogram-series.js';
 import { INTERNAL_ERROR_SOURCES, InternalErrors } from '../../common/errors/internal-errors.js';
 import type { Exchange } from '../proxy/exchange.js';
 import { ExchangeObserver } from '../proxy/exchange.observer.js';
@@ -180,14 +181,15 @@ export class MetricsService {
 
   /**
    * Label sets are hashed by prom-client on every call: the hot path counts in series keyed by one
-   * string (added to the counters at each scrape) and looks histogram children up the same way
-   * (bounded like the labels themselves).
+   * string (added to the counters at each scrape) and observes histograms through series found
+   * once (histogramSeries), looked up the same way (bounded like the labels themselves).
    */
   private readonly requestCounts = new ScrapedCounts<'route' | 'status' | 'replica' | 'decision' | 'reason' | 'model'>();
   private readonly causeCounts = new ScrapedCounts<'cause'>();
-  private readonly durationSeries = new Map<string, { observe(v: number): void }>();
-  private overheadRequest: { observe(v: number): void } | undefined;
-  private overheadResponse: { observe(v: number): void } | undefined;
+  private readonly durationSeries = new Map<string, Observer>();
+  private overheadRequest: Observer | undefined;
+  private overheadResponse: Observer | undefined;
+  private ttftSeries: Observer | undefined;
 
   private exchangeEnded(ex: Exchange): void {
     const route = routeLabel(ex.req.url);
@@ -201,13 +203,14 @@ export class MetricsService {
     this.causeCounts.add(cause, () => ({ cause }));
     const end = performance.now();
     let d = this.durationSeries.get(route);
-    if (d === undefined) this.durationSeries.set(route, (d = this.duration.labels({ route })));
+    if (d === undefined) this.durationSeries.set(route, (d = histogramSeries(this.duration, { route })));
     d.observe((end - ex.arrivedAt) / 1000);
-    this.overheadRequest ??= this.overhead.labels({ phase: 'request' });
-    this.overheadResponse ??= this.overhead.labels({ phase: 'response' });
+    this.overheadRequest ??= histogramSeries(this.overhead, { phase: 'request' });
+    this.overheadResponse ??= histogramSeries(this.overhead, { phase: 'response' });
     if (ex.at.upstreamWritten > 0) this.overheadRequest.observe((ex.at.upstreamWritten - ex.arrivedAt) / 1000);
     if (ex.at.clientFirstByte > 0 && ex.at.upstreamFirstByte > 0) this.overheadResponse.observe((ex.at.clientFirstByte - ex.at.upstreamFirstByte) / 1000);
-    if (ex.stream && ex.at.lastChunk > 0 && ex.at.firstChunk > 0) this.ttft.observe((ex.at.firstChunk - ex.arrivedAt) / 1000);
+    if (ex.stream && ex.at.lastChunk > 0 && ex.at.firstChunk > 0)
+      (this.ttftSeries ??= histogramSeries(this.ttft, {})).observe((ex.at.firstChunk - ex.arrivedAt) / 1000);
   }
 
   /** The exposition text; with worker processes, their metrics summed with the primary's (one series per label set). */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Histogram } from 'prom-client';
 import { METRIC_PREFIX, MetricsRegistry, monotonic } from '../../common/metrics/metrics-registry.js';
+import { histogramSeries, type Observer } from '../../common/metrics/histogram-series.js';
 import type { Replica } from '../registry/replica.js';
 
 /**
@@ -13,7 +14,8 @@ import type { Replica } from '../registry/replica.js';
 export class ProxyMetrics {
   /** Arrivals as a plain number, added to the counter at each scrape (prom-client hashes labels on every inc()). */
   private arrivals = 0;
-  private readonly gap: Histogram;
+  /** Observed once per relayed chunk. */
+  private readonly gap: Observer;
   private readonly copies: Counter<'replica' | 'result'>;
 
   constructor(metrics: MetricsRegistry) {
@@ -27,12 +29,13 @@ export class ProxyMetrics {
         '': this.arrivals,
       }),
     );
-    this.gap = new Histogram({
+    const gap = new Histogram({
       name: `${METRIC_PREFIX}stream_chunk_gap_seconds`,
       help: 'Streams: gap between consecutive chunks relayed to the client.',
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers: [reg],
     });
+    this.gap = histogramSeries(gap, {});
     this.copies = new Counter({
       name: `${METRIC_PREFIX}warm_copies_total`,
       help: "Warm hand-off copies of a new conversation's first turn sent to its home replica (routing.warm_handoff), by replica and result=ok|failed (a failed one re-pins the conversation where it was answered).",

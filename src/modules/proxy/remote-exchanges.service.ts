@@ -214,6 +214,7 @@ export class RemoteExchanges {
     if (ex.vacate()) this.admission.pump();
     if (ex.cause === 'internal_error') this.internalErrors.record('data_plane');
     this.observer.ended(ex);
+    ex.release();
   }
 
   /** The primary itself failed on a worker's request (a router bug): answered 500 by the worker. */
