@@ -12,14 +12,14 @@ import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js
 import { Replica } from '../registry/replica.js';
 import { NO_ROUTE } from '../routing/routing.policy.js';
 import { Exchange } from './exchange.js';
-import { ExchangeRelay } from './exchange-relay.js';
+import { ExchangeRelay, type RetryAnswer } from './exchange-relay.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-/** The relay with nothing behind it: no health, no retries, and each settled exchange handed to `ended`. */
+/** The relay with nothing behind it: no health signals, and no retry target. */
 class BareRelay extends ExchangeRelay {
-  constructor(private readonly ended: (ex: Exchange) => void) {
+  constructor() {
     super({ requestTimeoutMs: 10_000, streamIdleTimeoutMs: 10_000, connectTimeoutMs: 10_000 }, createAppLogger('silent', 'json'));
   }
 
@@ -30,14 +30,7 @@ class BareRelay extends ExchangeRelay {
 
   protected upstreamFailed(): void {}
   protected connectFailed(): void {}
-  protected retryTarget(
-    _ex: Exchange,
-    _failed: Replica,
-    _stale: boolean,
-    _signal: boolean,
-    _err: NodeJS.ErrnoException,
-    answer: (next: Replica | undefined) => void,
-  ): void {
+  protected retryTarget(_ex: Exchange, _failed: Replica, _stale: boolean, _signal: boolean, _err: NodeJS.ErrnoException, answer: RetryAnswer): void {
     answer(undefined);
   }
   protected released(ex: Exchange): void {
@@ -45,7 +38,6 @@ class BareRelay extends ExchangeRelay {
   }
   protected finished(ex: Exchange): void {
     this.released(ex);
-    this.ended(ex);
   }
   protected chunkGap(): void {}
 }
@@ -71,7 +63,7 @@ describe('ExchangeRelay: a settled exchange is not kept alive', () => {
     });
     const endpoint = createEndpoint({ scheme: 'http', host: '127.0.0.1', port: await listen(upstream) });
     replica = new Replica('a', 'static', endpoint, null, { ready: true });
-    const relay = new BareRelay(() => undefined);
+    const relay = new BareRelay();
     front = http.createServer((req, res) => {
       req.resume();
       const ex = new Exchange(req, res);
