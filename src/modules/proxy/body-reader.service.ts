@@ -29,7 +29,7 @@ export class BodyReader {
    * `Content-Encoding` (see decodeForRouting; the original bytes are what is forwarded). Its share
    * of the budget is given back when `res` closes.
    */
-  read(req: IncomingMessage, res: ServerResponse): Promise<BodyResult> {
+  readAll(req: IncomingMessage, res: ServerResponse): Promise<BodyResult> {
     return readBody(req, this.maxBytes, this, (body, held) => {
       this.giveOnClose(res, held);
       const coding = req.headers['content-encoding'];

@@ -63,19 +63,19 @@ export class DataPlaneService extends ExchangeRelay {
     const d = this.routing.route(request);
     if (d.kind === 'wait') return this.wait(ex, request);
     if (d.kind === 'none') return this.intake.reader.answer(ex, undefined, noReplica(request.model));
-    this.send(ex, d);
+    this.forwardTo(ex, d);
   }
 
-  private send(ex: Exchange, d: Routed): void {
+  private forwardTo(ex: Exchange, d: Routed): void {
     this.start(ex, outcomeOf(d), d.replica);
-    if (d.kind === 'initialize' && d.home !== undefined && !ex.closed) this.warm.send(ex, d.replica, d.home);
+    if (d.kind === 'initialize' && d.home !== undefined && !ex.closed) this.warm.handOff(ex, d.replica, d.home);
   }
 
   /** Every candidate is at its max_inflight: wait in the admission queue (contract §3), or 503 at once. */
   private wait(ex: Exchange, request: RouteRequest): void {
     const waiter = {
       request,
-      admit: (d: Routed) => this.send(ex, d),
+      admit: (d: Routed) => this.forwardTo(ex, d),
       refuse: (why: Refusal) => this.intake.reader.answer(ex, undefined, queueRefusal(why, request.model, this.admission.timeoutSeconds)),
     };
     if (!this.admission.enqueue(waiter)) return this.intake.reader.answer(ex, undefined, queueFull(this.config.queueMax));

@@ -66,7 +66,7 @@ export class RemoteExchanges {
   receive(link: WorkerLink, m: FromWorker): void {
     switch (m.t) {
       case 'route':
-        return void this.route(link, m).catch((err: unknown) => this.failed(link, m.n, err));
+        return void this.routeForWorker(link, m).catch((err: unknown) => this.failed(link, m.n, err));
       case 'retry':
         return this.retry(link, m);
       case 'health': {
@@ -84,7 +84,7 @@ export class RemoteExchanges {
         return wanted(bytes(m.body));
       }
       case 'end':
-        return this.end(link, m.n, m.head, m.record);
+        return this.endForWorker(link, m.n, m.head, m.record);
       default:
         return;
     }
@@ -110,7 +110,7 @@ export class RemoteExchanges {
     }
   }
 
-  private async route(link: WorkerLink, m: Extract<FromWorker, { t: 'route' }>): Promise<void> {
+  private async routeForWorker(link: WorkerLink, m: Extract<FromWorker, { t: 'route' }>): Promise<void> {
     const ex = new Exchange(requestOf(m.head), NO_RESPONSE, local(m.arrived));
     ex.worker = link.index;
     const { session, prefix, model } = m.keys;
@@ -154,7 +154,7 @@ export class RemoteExchanges {
     ex.outcome = outcomeOf(d);
     ex.occupy(d.replica);
     link.send({ t: 'grant', n, replica: this.address(d.replica), outcome: ex.outcome });
-    if (d.kind === 'initialize' && d.home !== undefined && ex.body !== undefined) this.warm.send(ex, d.replica, d.home);
+    if (d.kind === 'initialize' && d.home !== undefined && ex.body !== undefined) this.warm.handOff(ex, d.replica, d.home);
   }
 
   private refuse({ ex, link, n }: Remote, refused: Refused): void {
@@ -178,7 +178,7 @@ export class RemoteExchanges {
     link.send({ t: 'retried', n: m.n, replica: next === undefined ? undefined : this.address(next) });
   }
 
-  private end(link: WorkerLink, n: number, head: RequestHead | undefined, rec: EndRecord): void {
+  private endForWorker(link: WorkerLink, n: number, head: RequestHead | undefined, rec: EndRecord): void {
     const map = this.held(link);
     let ex = map.get(n)?.ex;
     map.delete(n);

@@ -59,7 +59,7 @@ export class RequestReader {
     const header = ex.req.headers[this.affinity.headerName];
     const early = this.beforeBody(ex, header);
     if (early !== undefined) return early === 'answered' ? undefined : this.answer(ex, header, early);
-    const read = await this.bodies.read(ex.req, ex.res);
+    const read = await this.bodies.readAll(ex.req, ex.res);
     const plain = this.takeBody(ex, read);
     if (!Buffer.isBuffer(plain)) return this.answer(ex, header, plain);
     const keys = this.readKeys(ex, plain, header);

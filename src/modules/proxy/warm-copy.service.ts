@@ -54,7 +54,7 @@ export class WarmCopies {
     private readonly metrics: ProxyMetrics,
   ) {}
 
-  send(ex: Exchange, served: Replica, home: Replica): void {
+  handOff(ex: Exchange, served: Replica, home: Replica): void {
     const request = ex.request!;
     ex.home = home.name;
     const body = warmBody(ex.body!);
