@@ -1,5 +1,6 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { freePort, spawnSim, simRequest, simStream, stopAllSims } from '../support/sim-process.js';
 import { adminCall, TEST_TOKEN, waitFor, writeTempConfig } from '../support/router.js';
 import { freePortRange, pidAlive, spawnRouter, type RouterProcess } from '../support/router-process.js';
@@ -9,6 +10,8 @@ import { parseProm, sum } from '../support/prom.js';
 
 const ENV = { ROUTER_ADMIN_TOKEN: TEST_TOKEN };
 const chat = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
+const chatFor = (session: string, content: string) =>
+  JSON.stringify({ model: 'sim-model', session_id: session, messages: [{ role: 'user', content }], max_tokens: 2 });
 const ask = (router: { url: string }, session: string) =>
   simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': session }, body: chat });
 
@@ -79,6 +82,79 @@ describe('scale-out through Redis (issue 8)', () => {
     // Not needed by the tests after this one: free the cores now rather than at the end of the file.
     for (const r of [a, b]) r.child.kill('SIGKILL');
     await Promise.all(sims.map((s) => s.kill()));
+  });
+
+  it('shares sessions, prefix chains and one leader between two routers of two workers each', async (t) => {
+    const rd = await redis(t);
+    if (rd === null) return;
+    const sims = await Promise.all(['w0', 'w1', 'w2'].map((name) => spawnSim({ name })));
+    const cfg = writeTempConfig({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) });
+    const flags = ['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2', '--workers', '2'];
+    const a = await start(flags);
+    const b = await start(flags);
+    // Two kept-alive connections per router, opened one after the other: each router's primary hands
+    // new connections to its workers in turn, so the four land on four different worker processes.
+    const lanes = [a, b].flatMap((router) => [0, 1].map(() => ({ router, agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) })));
+    const post = (lane: (typeof lanes)[number], body: string) =>
+      new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
+        const req = http.request(`${lane.router.url}/v1/chat/completions`, { method: 'POST', agent: lane.agent }, (res) => {
+          res.resume();
+          res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      for (const [i, lane] of lanes.entries()) assert.equal((await post(lane, chatFor(`open-${i}`, 'open'))).status, 200);
+      // Each turn of a conversation on the next lane: router A's first worker, A's second, B's first, B's second.
+      const order = [0, 2, 1, 3];
+      for (let c = 0; c < 40; c++) {
+        const seen = new Set<string>();
+        for (const [turn, lane] of order.entries()) {
+          const r = await post(lanes[lane], chatFor(`conv-${c}`, `turn ${turn}`));
+          assert.equal(r.status, 200);
+          seen.add(String(r.headers['x-router-replica']));
+          assert.equal(r.headers['x-router-affinity'], turn === 0 ? 'initialize' : 'retain', `conv-${c}, turn ${turn}`);
+        }
+        assert.equal(seen.size, 1, `conv-${c} visited ${[...seen].join(',')}`);
+      }
+      // Session-less conversations: every turn re-sends the whole message list, on the next lane.
+      for (let c = 0; c < 10; c++) {
+        const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: 'Be brief.' }];
+        const seen = new Set<string>();
+        for (const [turn, lane] of order.entries()) {
+          messages.push({ role: 'user', content: `chain ${c}, question ${turn}` });
+          const r = await post(lanes[lane], JSON.stringify({ model: 'sim-model', messages, max_tokens: 2 }));
+          assert.equal(r.status, 200);
+          seen.add(String(r.headers['x-router-replica']));
+          assert.equal(r.headers['x-router-affinity'], turn === 0 ? 'initialize' : 'prefix', `chain ${c}, turn ${turn}`);
+          messages.push({ role: 'assistant', content: 'ok' });
+        }
+        assert.equal(seen.size, 1, `chain ${c} visited ${[...seen].join(',')}`);
+      }
+      // The four lanes were four processes: each router's request log names both of its workers.
+      for (const router of [a, b]) {
+        const workers = new Set(
+          router
+            .logs()
+            .filter((l) => l['event'] === 'request' && String(l['session']).startsWith('conv-'))
+            .map((l) => l['worker']),
+        );
+        assert.deepEqual([...workers].sort(), [0, 1], 'both workers of the router served conversations');
+      }
+      // One leader between the two routers; the other refuses fleet changes and names it.
+      const leads = async (router: RouterProcess) =>
+        sum(parseProm((await simRequest(`${router.url}/metrics`)).body.toString()).samples, 'affinity_router_fleet_leader');
+      assert.deepEqual([await leads(a), await leads(b)].sort(), [0, 1], 'exactly one leader');
+      const follower = (await leads(a)) === 1 ? b : a;
+      const refused = await adminCall(follower, 'POST', '/replicas');
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.code, 'not_leader');
+    } finally {
+      for (const lane of lanes) lane.agent.destroy();
+      for (const r of [a, b]) r.child.kill('SIGKILL');
+      await Promise.all(sims.map((s) => s.kill()));
+    }
   });
 
   it("counts the other routers' load on a replica (the engine's own queue) in the load override", async (t) => {
