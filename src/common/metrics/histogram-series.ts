@@ -5,7 +5,8 @@ interface SeriesValues {
   labels: LabelValues<string>;
   sum: number;
   count: number;
-  bucketValues: Record<number, number>;
+  /** Keyed by each upper bound as a property name (String(bound)). */
+  bucketValues: Record<string, number>;
 }
 
 /** The parts of a prom-client 15 Histogram that hold its series. */
@@ -31,6 +32,9 @@ export interface Observer {
  */
 export function histogramSeries<L extends string>(histogram: Histogram<L>, labels: LabelValues<L>): Observer {
   const store = histogram as unknown as HistogramStore;
+  const bounds = store.upperBounds;
+  // The bucket keys as the store holds them (property names): made once, not per observation.
+  const names = bounds.map(String);
   let key: string | undefined;
   let series: SeriesValues | undefined;
   return {
@@ -42,11 +46,10 @@ export function histogramSeries<L extends string>(histogram: Histogram<L>, label
       }
       series.sum += value;
       series.count += 1;
-      const bounds = store.upperBounds;
+      const buckets = series.bucketValues;
       for (let i = 0; i < bounds.length; i++) {
-        const bound = bounds[i];
-        if (value <= bound) {
-          series.bucketValues[bound] += 1;
+        if (value <= bounds[i]) {
+          buckets[names[i]] += 1;
           return;
         }
       }

@@ -83,6 +83,21 @@ describe('peekTopLevelStrings (session id and model in one pass)', () => {
     );
   });
 
+  it('agrees with JSON.parse where strings are runs of backslashes, quotes and control characters', () => {
+    // Every value, key and nested string made of the characters that end or escape a JSON string.
+    const tricky = fc.string({ unit: fc.constantFrom('\\', '"', 'a', '\n', '\u0001', 'é', '\\\\') });
+    const value = fc.oneof(tricky, fc.array(tricky), fc.dictionary(tricky, tricky));
+    fc.assert(
+      fc.property(fc.dictionary(fc.oneof(fc.constant('session_id'), fc.constant('model'), tricky), value), (obj) => {
+        const text = JSON.stringify(obj);
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        const str = (k: string): string | undefined => (typeof parsed[k] === 'string' ? parsed[k] : undefined);
+        assert.deepEqual(peekBoth(text), [str('session_id'), str('model')]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it('takes the last of a duplicated key even when the first would do, as engines read it (issue 26)', () => {
     const needles = [Buffer.from('"session_id"'), Buffer.from('"model"')];
     const dup = Buffer.from('{"model":"a","messages":[],"model":"b"}');

@@ -25,20 +25,24 @@ function skipWs(b: Uint8Array, i: number): number {
   return i;
 }
 
-/** Index just past the closing quote of the string starting at `i` (b[i] is the quote), or -1. */
-function skipString(b: Uint8Array, i: number): number {
-  i++;
-  while (i < b.length) {
-    const c = b[i];
-    if (c === BACKSLASH) i += 2;
-    else if (c === QUOTE) return i + 1;
-    else i++;
+/**
+ * Index just past the closing quote of the string starting at `i` (b[i] is the quote), or -1. The
+ * closing quote is the first one after `i` preceded by an even run of backslashes; each candidate
+ * is found by the native byte search, so a long message costs a memchr, not a loop per byte.
+ */
+function skipString(b: Buffer, i: number): number {
+  let q = i;
+  for (;;) {
+    q = b.indexOf(QUOTE, q + 1);
+    if (q < 0) return -1;
+    let j = q - 1;
+    while (j > i && b[j] === BACKSLASH) j--;
+    if ((q - 1 - j) % 2 === 0) return q + 1;
   }
-  return -1;
 }
 
 /** Index just past the value starting at `i`, or -1 when malformed/truncated. */
-function skipValue(b: Uint8Array, i: number): number {
+function skipValue(b: Buffer, i: number): number {
   const c = b[i];
   if (c === undefined) return -1;
   if (c === QUOTE) return skipString(b, i);
@@ -164,6 +168,10 @@ export function peekTopLevelStrings(
 }
 
 function decodeJsonString(b: Buffer, start: number, end: number): string | undefined {
+  // No escape and no control byte (which JSON refuses): the bytes between the quotes are the value.
+  let plain = true;
+  for (let i = start + 1; i < end - 1 && plain; i++) plain = b[i] !== BACKSLASH && b[i] >= 0x20;
+  if (plain) return b.toString('utf8', start + 1, end - 1);
   try {
     const v: unknown = JSON.parse(b.toString('utf8', start, end));
     return typeof v === 'string' ? v : undefined;

@@ -56,7 +56,7 @@ export class BodyReader {
   giveOnClose(res: ServerResponse, n: number): void {
     if (n === 0) return;
     if (res.closed) this.give(n);
-    else res.once('close', () => this.give(n));
+    else res.on('close', () => this.give(n));
   }
 
   give(n: number): void {

@@ -57,7 +57,7 @@ export class DataPlaneService extends ExchangeRelay {
   private async handle(ex: Exchange): Promise<void> {
     this.observer.arrived();
     ex.onAbort = (reason) => this.aborted(ex, reason);
-    ex.res.once('close', () => this.closed(ex));
+    ex.res.on('close', () => this.closed(ex));
     const request = await this.intake.routeRequest(ex);
     if (request === undefined) return;
     const d = this.routing.route(request);

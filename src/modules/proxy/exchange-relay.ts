@@ -91,10 +91,12 @@ export abstract class ExchangeRelay {
     }
     const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers: flatHeaders(headers), agent: ep.agent });
     ex.proxyReq = proxyReq;
-    proxyReq.once('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
-    proxyReq.once('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
+    // Each of these fires at most once, on a request thrown away after: `on`, not `once`, which
+    // wraps every listener in a bound function and removes it again (a cost per request).
+    proxyReq.on('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
+    proxyReq.on('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
     proxyReq.on('error', (err: NodeJS.ErrnoException) => this.onError(err, ex, proxyReq));
-    proxyReq.once('finish', () => (ex.at.upstreamWritten = performance.now()));
+    proxyReq.on('finish', () => (ex.at.upstreamWritten = performance.now()));
     proxyReq.end(body.length > 0 ? body : undefined);
   }
 
@@ -147,7 +149,7 @@ export abstract class ExchangeRelay {
     }
     relayBody(ex, proxyRes, (seconds) => this.chunkGap(seconds));
     proxyRes.on('error', () => undefined); // the 'close' check below decides
-    proxyRes.once('close', () => {
+    proxyRes.on('close', () => {
       if (proxyRes.complete) {
         ex.clearTimer();
         ex.end('ok');

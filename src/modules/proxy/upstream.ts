@@ -69,7 +69,7 @@ export function relayBody(ex: Exchange, proxyRes: IncomingMessage, chunkGap: (se
       res.once('drain', () => proxyRes.resume());
     }
   });
-  proxyRes.once('end', () => {
+  proxyRes.on('end', () => {
     if (!res.writableEnded && !res.destroyed) res.end();
   });
 }
@@ -93,7 +93,7 @@ const HOP_BY_HOP = new Set([
  * hop-by-hop too), lowercased; undefined when it lists none, the common case (`keep-alive`, `close`).
  */
 function connectionNamed(value: string | string[] | undefined): Set<string> | undefined {
-  if (value === undefined) return undefined;
+  if (value === undefined || value === 'keep-alive' || value === 'close' || value === 'Keep-Alive') return undefined;
   let named: Set<string> | undefined;
   for (const v of Array.isArray(value) ? value : [value]) {
     for (const token of v.split(',')) {

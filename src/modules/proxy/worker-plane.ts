@@ -129,7 +129,7 @@ export class WorkerPlane extends ExchangeRelay {
 
   private async handle(ex: Exchange): Promise<void> {
     ex.onAbort = (reason) => this.aborted(ex, reason);
-    ex.res.once('close', () => this.closed(ex));
+    ex.res.on('close', () => this.closed(ex));
     const read = await this.reader.read(ex);
     if (read === undefined || ex.closed) return;
     const n = this.numbers.get(ex)!;
