@@ -6,12 +6,23 @@
  * the measured window (from /proc) divided by the requests, less sensitive to a shared machine's
  * scheduling than req/s.
  *
- *   node dist-test/bench/ab-builds.js --old ../old/dist-test/src/main.js [--pairs 6] [--seconds 6]
+ *   node dist-test/bench/ab-builds.js --old ../old/dist-test/src/main.js [--pairs 6] [--seconds 6] [--resident]
+ *
+ * `--resident` starts each router once and alternates the load between the two running routers
+ * (pairs of `--seconds` each, short ones are fine): on a machine whose speed drifts over tens of
+ * seconds, two measurements a few seconds apart see the same machine, where a restart per
+ * measurement spreads them over minutes.
+ *
+ * `--pin` (Linux, `taskset`, 2 or more CPUs) runs the router on the last CPU and everything else
+ * (this script, the simulators, the load generator) on the others, so the router never shares a
+ * core with the load it is measured under: on the 2-core bench machine two runs of one build then
+ * agree within a few per cent pair by pair, where unpinned pairs of one build differed by up to 60%.
  *
  * Prints one line per pair and the medians, as a Markdown table on stdout.
  */
+import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseBenchArgs, MAIN_ENTRY } from './bench-options.js';
@@ -54,7 +65,9 @@ interface Sample {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { old: { type: 'string' }, pairs: { type: 'string' }, seconds: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { old: { type: 'string' }, pairs: { type: 'string' }, seconds: { type: 'string' }, resident: { type: 'boolean' }, pin: { type: 'boolean' } },
+  });
   if (values.old === undefined) throw new Error("--old <path of the other build's dist-test/src/main.js> is required");
   const oldEntry = resolve(values.old);
   const pairs = Number(values.pairs ?? '6');
@@ -68,24 +81,48 @@ async function main(): Promise<void> {
     tmpDir,
     log: (m) => process.stderr.write(`[ab ${new Date().toISOString().slice(11, 19)}] ${m}\n`),
   };
+  const cpus = availableParallelism();
+  if (values.pin === true && cpus < 2) throw new Error(`--pin needs 2 or more CPUs, this process may use ${cpus}`);
+  // Children inherit this process's CPUs (simulators, wrk, routers); each router is then moved.
+  const pin = (pid: number, list: string): void => void execFileSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' });
+  if (values.pin === true) pin(process.pid, `0-${cpus - 2}`);
   const bodies = chatBodies(500, 1024);
   const sims = await startSims(2, ['--ttft-base-ms', '0', '--itl-ms', '0', '--prefill-ms-per-token', '0']);
   const builds = { old: oldEntry, new: MAIN_ENTRY };
+  const started = async (entry: string): Promise<Awaited<ReturnType<typeof startRouter>>> => {
+    const router = await startRouter(ctx, sims, [], [], {}, entry);
+    if (values.pin === true) pin(router.pid, String(cpus - 1));
+    return router;
+  };
   const got: Record<'old' | 'new', Sample[]> = { old: [], new: [] };
+  const measure = async (i: number, which: 'old' | 'new', router: { url: string; pid: number }): Promise<void> => {
+    const cpu0 = cpuSeconds(router.pid);
+    const r = await runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: seconds, bodies });
+    const cpu = cpuSeconds(router.pid) - cpu0;
+    got[which].push({ rps: r.rps, cpuUsPerReq: (cpu * 1e6) / Math.max(1, r.requests) });
+    ctx.log(`pair ${i + 1} ${which}: ${Math.round(r.rps)} req/s, ${Math.round((cpu * 1e6) / Math.max(1, r.requests))} CPU µs/req`);
+  };
+  const warm = (router: { url: string }) => runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: 2, bodies });
+  const orderOf = (i: number): Array<'old' | 'new'> => (i % 2 === 0 ? ['old', 'new'] : ['new', 'old']);
   try {
-    for (let i = 0; i < pairs; i++) {
-      const order: Array<'old' | 'new'> = i % 2 === 0 ? ['old', 'new'] : ['new', 'old'];
-      for (const which of order) {
-        const router = await startRouter(ctx, sims, [], [], {}, builds[which]);
-        try {
-          await runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: 2, bodies });
-          const cpu0 = cpuSeconds(router.pid);
-          const r = await runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: seconds, bodies });
-          const cpu = cpuSeconds(router.pid) - cpu0;
-          got[which].push({ rps: r.rps, cpuUsPerReq: (cpu * 1e6) / Math.max(1, r.requests) });
-          ctx.log(`pair ${i + 1} ${which}: ${Math.round(r.rps)} req/s, ${Math.round((cpu * 1e6) / Math.max(1, r.requests))} CPU µs/req`);
-        } finally {
-          await router.stop();
+    if (values.resident === true) {
+      const routers = { old: await started(builds.old), new: await started(builds.new) };
+      try {
+        for (const which of orderOf(0)) await warm(routers[which]);
+        for (let i = 0; i < pairs; i++) for (const which of orderOf(i)) await measure(i, which, routers[which]);
+      } finally {
+        await Promise.all([routers.old.stop(), routers.new.stop()]);
+      }
+    } else {
+      for (let i = 0; i < pairs; i++) {
+        for (const which of orderOf(i)) {
+          const router = await started(builds[which]);
+          try {
+            await warm(router);
+            await measure(i, which, router);
+          } finally {
+            await router.stop();
+          }
         }
       }
     }
