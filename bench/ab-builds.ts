@@ -98,9 +98,9 @@ async function main(): Promise<void> {
   const measure = async (i: number, which: 'old' | 'new', router: { url: string; pid: number }): Promise<void> => {
     const cpu0 = cpuSeconds(router.pid);
     const r = await runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: seconds, bodies });
-    const cpu = cpuSeconds(router.pid) - cpu0;
-    got[which].push({ rps: r.rps, cpuUsPerReq: (cpu * 1e6) / Math.max(1, r.requests) });
-    ctx.log(`pair ${i + 1} ${which}: ${Math.round(r.rps)} req/s, ${Math.round((cpu * 1e6) / Math.max(1, r.requests))} CPU µs/req`);
+    const cpuUsPerReq = ((cpuSeconds(router.pid) - cpu0) * 1e6) / Math.max(1, r.requests);
+    got[which].push({ rps: r.rps, cpuUsPerReq });
+    ctx.log(`pair ${i + 1} ${which}: ${Math.round(r.rps)} req/s, ${Math.round(cpuUsPerReq)} CPU µs/req`);
   };
   const warm = (router: { url: string }) => runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: 2, bodies });
   const orderOf = (i: number): Array<'old' | 'new'> => (i % 2 === 0 ? ['old', 'new'] : ['new', 'old']);

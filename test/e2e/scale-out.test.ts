@@ -96,14 +96,7 @@ describe('scale-out through Redis (issue 8)', () => {
     // new connections to its workers in turn, so the four land on four different worker processes.
     const lanes = [a, b].flatMap((router) => [0, 1].map(() => ({ router, agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) })));
     const post = (lane: (typeof lanes)[number], body: string) =>
-      new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
-        const req = http.request(`${lane.router.url}/v1/chat/completions`, { method: 'POST', agent: lane.agent }, (res) => {
-          res.resume();
-          res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
-        });
-        req.on('error', reject);
-        req.end(body);
-      });
+      simRequest(`${lane.router.url}/v1/chat/completions`, { method: 'POST', agent: lane.agent, headers: { 'content-type': 'application/json' }, body });
     try {
       for (const [i, lane] of lanes.entries()) assert.equal((await post(lane, chatFor(`open-${i}`, 'open'))).status, 200);
       // Each turn of a conversation on the next lane: router A's first worker, A's second, B's first, B's second.
@@ -145,11 +138,19 @@ describe('scale-out through Redis (issue 8)', () => {
       // One leader between the two routers; the other refuses fleet changes and names it.
       const leads = async (router: RouterProcess) =>
         sum(parseProm((await simRequest(`${router.url}/metrics`)).body.toString()).samples, 'affinity_router_fleet_leader');
-      assert.deepEqual([await leads(a), await leads(b)].sort(), [0, 1], 'exactly one leader');
-      const follower = (await leads(a)) === 1 ? b : a;
+      const [aLeads, bLeads] = [await leads(a), await leads(b)];
+      assert.deepEqual([aLeads, bLeads].sort(), [0, 1], 'exactly one leader');
+      const [leader, follower] = aLeads === 1 ? [a, b] : [b, a];
       const refused = await adminCall(follower, 'POST', '/replicas');
       assert.equal(refused.status, 409);
       assert.equal(refused.body.code, 'not_leader');
+      // A leader started with --port 0 holds the lease under `:0` until its next renewal writes the
+      // port it bound, and the follower reads the holder at its own next tick: poll for the name.
+      await waitFor(
+        async () => (await adminCall(follower, 'POST', '/replicas')).body.leader === leader.url,
+        15_000,
+        'the follower to name the leader it refuses for',
+      );
     } finally {
       for (const lane of lanes) lane.agent.destroy();
       for (const r of [a, b]) r.child.kill('SIGKILL');

@@ -49,14 +49,7 @@ describe('--workers 2: worker processes relay /v1/ traffic, the primary owns rou
       // Every conversation sends its first turn on one and its second on the other.
       const [left, right] = [new http.Agent({ keepAlive: true, maxSockets: 1 }), new http.Agent({ keepAlive: true, maxSockets: 1 })];
       const post = (agent: http.Agent, body: string) =>
-        new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
-          const req = http.request(`${router.url}/v1/chat/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
-            res.resume();
-            res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
-          });
-          req.on('error', reject);
-          req.end(body);
-        });
+        simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json' }, body });
       assert.equal((await post(left, chat('open-left', false, 1))).status, 200);
       assert.equal((await post(right, chat('open-right', false, 1))).status, 200);
       const conversations = 1_000;

@@ -6,7 +6,7 @@
  *   after(stopAllSims);
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type Agent, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { dirname, resolve } from 'node:path';
@@ -70,16 +70,17 @@ process.on('exit', () => {
 
 /**
  * Sends one HTTP(S) request (loopback test servers: TLS certificates are not verified) and
- * buffers the whole response.
+ * buffers the whole response. On a fresh connection, unless `agent` is given (a kept-alive
+ * agent with `maxSockets: 1` pins every request to one connection).
  */
 export function simRequest(
   url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs?: number } = {},
+  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs?: number; agent?: Agent } = {},
 ): Promise<SimResponse> {
   return new Promise((resolvePromise, reject) => {
     const target = new URL(url);
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(target, { method: init.method ?? 'GET', headers: init.headers, rejectUnauthorized: false, agent: false }, (res) => {
+    const req = send(target, { method: init.method ?? 'GET', headers: init.headers, rejectUnauthorized: false, agent: init.agent ?? false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
