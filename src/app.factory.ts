@@ -106,8 +106,8 @@ export async function startRouter(config: RouterConfig, opts: AppOptions = {}): 
     await app.listen({ host: config.listenHost, port: config.listenPort, backlog: LISTEN_BACKLOG });
     url = await app.getUrl();
   }
+  if (/:0$/.test(config.advertiseUrl)) await app.get(LeaderService).setAdvertiseUrl(url);
   app.get(LifecycleService).markRunning();
-  if (/:0$/.test(config.advertiseUrl)) app.get(LeaderService).setAdvertiseUrl(url);
   log.info(
     { event: 'listening', url, workers: config.workers, replicas: config.replicas.length, hosts: config.hosts.length, tracing: tracing !== undefined },
     'affinity-router listening',

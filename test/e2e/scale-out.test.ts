@@ -40,8 +40,15 @@ describe('scale-out through Redis (issue 8)', () => {
     if (rd === null) return;
     const sims = await Promise.all(['x0', 'x1', 'x2'].map((name) => spawnSim({ name })));
     const cfg = writeTempConfig({ replicas: sims.map((s) => ({ name: s.name, host: '127.0.0.1', port: s.port })) });
-    const a = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
-    const b = await start(['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2']);
+    // A long lease (renewed every 10 s) so that only the leader's own rewrite can fix its URL in time.
+    const common = ['--config', cfg, '--redis-url', rd.url, '--health-interval', '0.2', '--lease-ttl', '30'];
+    const a = await start(common);
+    const b = await start(common);
+    // a took the lease before it listened on --port 0; by the time it answers, the lease names
+    // the port it bound, so b (whose first lease attempt read the holder) names it at once.
+    const refused = await adminCall(b, 'POST', '/replicas');
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.leader, a.url, 'the follower names the port the leader bound, not :0');
     for (let s = 0; s < 6; s++) {
       const seen = new Set<string>();
       for (let turn = 0; turn < 6; turn++) {
@@ -144,13 +151,7 @@ describe('scale-out through Redis (issue 8)', () => {
       const refused = await adminCall(follower, 'POST', '/replicas');
       assert.equal(refused.status, 409);
       assert.equal(refused.body.code, 'not_leader');
-      // A leader started with --port 0 holds the lease under `:0` until its next renewal writes the
-      // port it bound, and the follower reads the holder at its own next tick: poll for the name.
-      await waitFor(
-        async () => (await adminCall(follower, 'POST', '/replicas')).body.leader === leader.url,
-        15_000,
-        'the follower to name the leader it refuses for',
-      );
+      assert.equal(refused.body.leader, leader.url, 'the follower names the leader it refuses for');
     } finally {
       for (const lane of lanes) lane.agent.destroy();
       for (const r of [a, b]) r.child.kill('SIGKILL');

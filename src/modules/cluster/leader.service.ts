@@ -74,9 +74,13 @@ export class LeaderService implements BeforeApplicationShutdown {
     this.listeners.push(l);
   }
 
-  /** Set the URL after listening (when --port 0 picked one). */
-  setAdvertiseUrl(url: string): void {
+  /**
+   * Set the URL after listening (when --port 0 picked one). A leader took its lease before it
+   * listened, under port 0: it rewrites the lease at once, so that a follower never names port 0.
+   */
+  async setAdvertiseUrl(url: string): Promise<void> {
     this.advertise = url;
+    if (this.leader && this.redis.enabled) await this.tick();
   }
 
   private get value(): string {
