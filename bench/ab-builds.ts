@@ -18,6 +18,11 @@
  * core with the load it is measured under: on the 2-core bench machine two runs of one build then
  * agree within a few per cent pair by pair, where unpinned pairs of one build differed by up to 60%.
  *
+ * `--workers N` runs both routers with `--workers N`: CPU per request is then the primary's and
+ * its workers' together, and the primary's alone is a column of its own (it routes every request,
+ * so it is what caps a many-core deployment). `--sdk-headers` sends the headers the OpenAI Python
+ * SDK sends with each request (user agent, `Authorization`, ten `X-Stainless-*`) beside the body.
+ *
  * Prints one line per pair and the medians, as a Markdown table on stdout.
  */
 import { execFileSync } from 'node:child_process';
@@ -53,6 +58,34 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
+/** The processes a router is made of: its own, and its worker processes' (`--workers`). */
+function processTree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    // no /proc children file: the router alone
+  }
+  return [pid, ...children];
+}
+
+/** What the OpenAI Python SDK sends with each request besides the body and its type. */
+const SDK_HEADERS: Readonly<Record<string, string>> = {
+  'User-Agent': 'OpenAI/Python 1.99.9',
+  Authorization: 'Bearer sk-bench-0123456789abcdef0123456789abcdef',
+  Accept: 'application/json',
+  'Accept-Encoding': 'gzip, deflate',
+  'X-Stainless-Lang': 'python',
+  'X-Stainless-Package-Version': '1.99.9',
+  'X-Stainless-OS': 'Linux',
+  'X-Stainless-Arch': 'x64',
+  'X-Stainless-Runtime': 'CPython',
+  'X-Stainless-Runtime-Version': '3.11.7',
+  'X-Stainless-Async': 'false',
+  'X-Stainless-Retry-Count': '0',
+  'X-Stainless-Read-Timeout': '600',
+};
+
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -61,12 +94,23 @@ function median(xs: readonly number[]): number {
 
 interface Sample {
   readonly rps: number;
+  /** The router's processes together. */
   readonly cpuUsPerReq: number;
+  /** The primary process alone (the same as cpuUsPerReq without workers). */
+  readonly primaryUsPerReq: number;
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { old: { type: 'string' }, pairs: { type: 'string' }, seconds: { type: 'string' }, resident: { type: 'boolean' }, pin: { type: 'boolean' } },
+    options: {
+      old: { type: 'string' },
+      pairs: { type: 'string' },
+      seconds: { type: 'string' },
+      resident: { type: 'boolean' },
+      pin: { type: 'boolean' },
+      workers: { type: 'string' },
+      'sdk-headers': { type: 'boolean' },
+    },
   });
   if (values.old === undefined) throw new Error("--old <path of the other build's dist-test/src/main.js> is required");
   const oldEntry = resolve(values.old);
@@ -74,6 +118,10 @@ async function main(): Promise<void> {
   const seconds = Number(values.seconds ?? '6');
   if (!Number.isInteger(pairs) || pairs < 1) throw new Error(`--pairs must be a whole number of at least 1, got ${values.pairs}`);
   if (!(seconds > 0)) throw new Error(`--seconds must be positive, got ${values.seconds}`);
+  const workers = Number(values.workers ?? '1');
+  if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers must be a whole number of at least 1, got ${values.workers}`);
+  const flags = workers > 1 ? ['--workers', String(workers)] : [];
+  const headers = values['sdk-headers'] === true ? SDK_HEADERS : {};
   const tmpDir = mkdtempSync(join(tmpdir(), 'ar-ab-'));
   const ctx: BenchContext = {
     options: parseBenchArgs([]),
@@ -90,19 +138,23 @@ async function main(): Promise<void> {
   const sims = await startSims(2, ['--ttft-base-ms', '0', '--itl-ms', '0', '--prefill-ms-per-token', '0']);
   const builds = { old: oldEntry, new: MAIN_ENTRY };
   const started = async (entry: string): Promise<Awaited<ReturnType<typeof startRouter>>> => {
-    const router = await startRouter(ctx, sims, [], [], {}, entry);
-    if (values.pin === true) pin(router.pid, String(cpus - 1));
+    const router = await startRouter(ctx, sims, flags, [], {}, entry);
+    if (values.pin === true) for (const pid of processTree(router.pid)) pin(pid, String(cpus - 1));
     return router;
   };
   const got: Record<'old' | 'new', Sample[]> = { old: [], new: [] };
   const measure = async (i: number, which: 'old' | 'new', router: { url: string; pid: number }): Promise<void> => {
-    const cpu0 = cpuSeconds(router.pid);
-    const r = await runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: seconds, bodies });
-    const cpuUsPerReq = ((cpuSeconds(router.pid) - cpu0) * 1e6) / Math.max(1, r.requests);
-    got[which].push({ rps: r.rps, cpuUsPerReq });
-    ctx.log(`pair ${i + 1} ${which}: ${Math.round(r.rps)} req/s, ${Math.round(cpuUsPerReq)} CPU µs/req`);
+    const pids = processTree(router.pid);
+    const cpu0 = pids.map(cpuSeconds);
+    const r = await runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: seconds, bodies, headers });
+    const used = pids.map((pid, k) => cpuSeconds(pid) - (cpu0[k] ?? 0));
+    const perReq = (s: number): number => (s * 1e6) / Math.max(1, r.requests);
+    const cpuUsPerReq = perReq(used.reduce((a, b) => a + b, 0));
+    const primaryUsPerReq = perReq(used[0] ?? 0);
+    got[which].push({ rps: r.rps, cpuUsPerReq, primaryUsPerReq });
+    ctx.log(`pair ${i + 1} ${which}: ${Math.round(r.rps)} req/s, ${Math.round(cpuUsPerReq)} CPU µs/req (primary ${Math.round(primaryUsPerReq)})`);
   };
-  const warm = (router: { url: string }) => runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: 2, bodies });
+  const warm = (router: { url: string }) => runClosedLoop(ctx, { url: router.url, path: CHAT_PATH, connections: 32, durationS: 2, bodies, headers });
   const orderOf = (i: number): Array<'old' | 'new'> => (i % 2 === 0 ? ['old', 'new'] : ['new', 'old']);
   try {
     if (values.resident === true) {
@@ -130,25 +182,31 @@ async function main(): Promise<void> {
     await stopSims(sims);
     rmSync(tmpDir, { recursive: true, force: true });
   }
+  // Without workers the primary is the router: its column would repeat the CPU column.
+  const primary = workers > 1;
   const out: string[] = [
-    '| pair | old req/s | new req/s | old CPU µs/req | new CPU µs/req | new ÷ old req/s | new ÷ old CPU |',
-    '|---|---|---|---|---|---|---|',
+    `| pair | old req/s | new req/s | old CPU µs/req | new CPU µs/req | new ÷ old req/s | new ÷ old CPU |${primary ? ' old primary µs/req | new primary µs/req | new ÷ old primary |' : ''}`,
+    `|---|---|---|---|---|---|---|${primary ? '---|---|---|' : ''}`,
   ];
-  const rpsRatios: number[] = [];
-  const cpuRatios: number[] = [];
+  const ratios: Record<'rps' | 'cpu' | 'primary', number[]> = { rps: [], cpu: [], primary: [] };
   for (let i = 0; i < pairs; i++) {
     const o = got.old[i];
     const n = got.new[i];
     if (o === undefined || n === undefined) continue;
-    rpsRatios.push(n.rps / o.rps);
-    cpuRatios.push(n.cpuUsPerReq / o.cpuUsPerReq);
+    ratios.rps.push(n.rps / o.rps);
+    ratios.cpu.push(n.cpuUsPerReq / o.cpuUsPerReq);
+    ratios.primary.push(n.primaryUsPerReq / o.primaryUsPerReq);
+    const tail = primary
+      ? ` ${Math.round(o.primaryUsPerReq)} | ${Math.round(n.primaryUsPerReq)} | ${(n.primaryUsPerReq / o.primaryUsPerReq).toFixed(3)} |`
+      : '';
     out.push(
-      `| ${i + 1} | ${Math.round(o.rps)} | ${Math.round(n.rps)} | ${Math.round(o.cpuUsPerReq)} | ${Math.round(n.cpuUsPerReq)} | ${(n.rps / o.rps).toFixed(3)} | ${(n.cpuUsPerReq / o.cpuUsPerReq).toFixed(3)} |`,
+      `| ${i + 1} | ${Math.round(o.rps)} | ${Math.round(n.rps)} | ${Math.round(o.cpuUsPerReq)} | ${Math.round(n.cpuUsPerReq)} | ${(n.rps / o.rps).toFixed(3)} | ${(n.cpuUsPerReq / o.cpuUsPerReq).toFixed(3)} |${tail}`,
     );
   }
   const med = (w: 'old' | 'new', k: keyof Sample): number => Math.round(median(got[w].map((s) => s[k])));
+  const tail = primary ? ` ${med('old', 'primaryUsPerReq')} | ${med('new', 'primaryUsPerReq')} | ${median(ratios.primary).toFixed(3)} |` : '';
   out.push(
-    `| median | ${med('old', 'rps')} | ${med('new', 'rps')} | ${med('old', 'cpuUsPerReq')} | ${med('new', 'cpuUsPerReq')} | ${median(rpsRatios).toFixed(3)} | ${median(cpuRatios).toFixed(3)} |`,
+    `| median | ${med('old', 'rps')} | ${med('new', 'rps')} | ${med('old', 'cpuUsPerReq')} | ${med('new', 'cpuUsPerReq')} | ${median(ratios.rps).toFixed(3)} | ${median(ratios.cpu).toFixed(3)} |${tail}`,
   );
   process.stdout.write(out.join('\n') + '\n');
 }

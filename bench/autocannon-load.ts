@@ -13,7 +13,7 @@ export async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
     connections: spec.connections,
     duration: spec.durationS,
     timeout: 30,
-    requests: spec.bodies.map((body) => ({ method: 'POST', path: spec.path, headers: { 'content-type': 'application/json' }, body })),
+    requests: spec.bodies.map((body) => ({ method: 'POST', path: spec.path, headers: { 'content-type': 'application/json', ...spec.headers }, body })),
   });
   const total = result['2xx'] + result.non2xx;
   return {

@@ -27,4 +27,6 @@ export interface LoadSpec {
   durationS: number;
   /** POST bodies, rotated in order. */
   bodies: readonly string[];
+  /** Request headers besides `Content-Type: application/json` (bench/ab-builds.ts `--sdk-headers`). */
+  headers?: Readonly<Record<string, string>>;
 }

@@ -247,6 +247,6 @@ const bytes = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.b
 
 /** The request side of a worker's exchange: what the request log, the route label and a warm copy read. */
 function requestOf(head: RequestHead): IncomingMessage {
-  const headers = { ...head.headers, 'x-request-id': head.id };
+  const headers = head.headers === undefined ? { 'x-request-id': head.id } : { ...head.headers, 'x-request-id': head.id };
   return { method: head.method, url: head.url, headers, socket: { remoteAddress: head.remoteAddress, encrypted: false } } as unknown as IncomingMessage;
 }

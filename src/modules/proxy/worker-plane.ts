@@ -134,8 +134,8 @@ export class WorkerPlane extends ExchangeRelay {
     if (read === undefined || ex.closed) return;
     const n = this.numbers.get(ex)!;
     this.asked.set(n, ex);
-    const body = this.config.routing.warmHandoff ? ex.body : undefined;
-    this.send({ t: 'route', n, head: headOf(ex), arrived: epoch(ex.arrivedAt), keys: read.keys, body });
+    const warm = this.config.routing.warmHandoff;
+    this.send({ t: 'route', n, head: headOf(ex, warm), arrived: epoch(ex.arrivedAt), keys: read.keys, body: warm ? ex.body : undefined });
   }
 
   private replica(a: ReplicaAddress): Replica {
@@ -188,9 +188,11 @@ export class WorkerPlane extends ExchangeRelay {
   }
 }
 
-function headOf(ex: Exchange): RequestHead {
+/** The request's head for the primary; its headers only when a warm copy may replay them. */
+function headOf(ex: Exchange, withHeaders = false): RequestHead {
   const req = ex.req;
-  return { id: ex.id, method: req.method, url: req.url, headers: req.headers, remoteAddress: req.socket.remoteAddress };
+  const head = { id: ex.id, method: req.method, url: req.url, remoteAddress: req.socket.remoteAddress };
+  return withHeaders ? { ...head, headers: req.headers } : head;
 }
 
 function recordOf(ex: Exchange): EndRecord {
