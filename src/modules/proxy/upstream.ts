@@ -105,7 +105,6 @@ function connectionNamed(value: string | string[] | undefined): Set<string> | un
   return named;
 }
 
-/** Copy `from` into `to` without the hop-by-hop headers, those named in its `Connection` included. */
 /**
  * `headers` as the flat `[name, value, ...]` list `http.request` takes as it is (the layout of
  * `rawHeaders`): Node then writes them without a `setHeader` per name, which stores and validates
@@ -123,6 +122,7 @@ export function flatHeaders(headers: OutgoingHttpHeaders): string[] {
   return out;
 }
 
+/** Copy `from` into `to` without the hop-by-hop headers, those named in its `Connection` included. */
 export function copyEndToEnd(from: IncomingHttpHeaders, to: OutgoingHttpHeaders): OutgoingHttpHeaders {
   const named = connectionNamed(from.connection);
   for (const k in from) if (!HOP_BY_HOP.has(k) && (named === undefined || !named.has(k))) to[k] = from[k];
