@@ -20,7 +20,8 @@ export interface RequestHead {
   readonly url: string | undefined;
   /**
    * The client's headers, sent only with `routing.warm_handoff` on (a warm copy replays them):
-   * nothing else in the primary reads them, and their copy was a tenth of its CPU per request.
+   * nothing else in the primary reads them, and sending them cost it a fifth of its CPU per request
+   * with an OpenAI SDK's headers (bench/RESULTS.md).
    */
   readonly headers?: IncomingHttpHeaders;
   readonly remoteAddress: string | undefined;
