@@ -37,6 +37,12 @@ function engine(): { server: http.Server; seen: Array<{ body: string; conn: numb
         setImmediate(() => socket.destroy());
         return;
       }
+      if (req.url === '/v1/extras') {
+        // An informational answer first, then headers the router must not pass on as they are.
+        res.writeEarlyHints({ link: '</style.css>; rel=preload' });
+        res.setHeader('x-request-id', 'the-engine-id');
+        res.setHeader('set-cookie', ['a=1', 'b=2']);
+      }
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ ok: true, conn: ids.get(socket) }));
     });
@@ -47,19 +53,19 @@ function engine(): { server: http.Server; seen: Array<{ body: string; conn: numb
 const post = (router: TestRouter, body: string) =>
   simRequest(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 's' }, body });
 
-describe('a reused upstream connection the replica already closed (staleReuse, contract §3 retries)', () => {
-  const e = engine();
-  let router: TestRouter;
-  before(async () => {
-    await new Promise<void>((done) => e.server.listen(0, '127.0.0.1', done));
-    const port = (e.server.address() as AddressInfo).port;
-    router = await startTestRouter({ replicas: [{ name: 'raw', host: '127.0.0.1', port }] });
-  });
-  after(async () => {
-    await router.close();
-    await new Promise((done) => e.server.close(done));
-  });
+const e = engine();
+let router: TestRouter;
+before(async () => {
+  await new Promise<void>((done) => e.server.listen(0, '127.0.0.1', done));
+  const port = (e.server.address() as AddressInfo).port;
+  router = await startTestRouter({ replicas: [{ name: 'raw', host: '127.0.0.1', port }] });
+});
+after(async () => {
+  await router.close();
+  await new Promise((done) => e.server.close(done));
+});
 
+describe('a reused upstream connection the replica already closed (staleReuse, contract §3 retries)', () => {
   it('sends the request again on a fresh connection when the reused one closed before any answer', async () => {
     e.setOnReuse('answer');
     const first = await post(router, '{"turn":1}');
@@ -99,5 +105,22 @@ describe('a reused upstream connection the replica already closed (staleReuse, c
       e.seen.slice(mark).map((a) => a.body),
       ['{"turn":4}'],
     );
+  });
+});
+
+describe("the replica's response head as the client gets it", () => {
+  it("skips an informational 103, answers with the final status, puts the router's X-Request-Id in place of the engine's and keeps each Set-Cookie", async () => {
+    e.setOnReuse('answer');
+    const res = await simRequest(`${router.url}/v1/extras`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-session-id': 's' },
+      body: '{}',
+    });
+    assert.equal(res.status, 200, res.body.toString());
+    assert.equal((JSON.parse(res.body.toString()) as { ok: boolean }).ok, true);
+    assert.notEqual(res.headers['x-request-id'], 'the-engine-id');
+    assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    assert.deepEqual(res.headers['set-cookie'], ['a=1', 'b=2']);
+    assert.equal(res.headers['x-router-replica'], 'raw');
   });
 });

@@ -84,7 +84,7 @@ describe('ExchangeRelay: a settled exchange is not kept alive', () => {
 
   it('the kept-alive upstream socket of a first exchange holds none of it once it ended', async () => {
     // Each request on its own client connection, one at a time: the first dials the replica, the
-    // others reuse that socket, which stays open in the agent's pool after the test's last answer.
+    // others reuse that socket, which stays open in the endpoint's pool after the test's last answer.
     for (let i = 0; i < 3; i++) {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
         http.get({ port: frontPort, host: '127.0.0.1', agent: false }, resolve).once('error', reject);
@@ -92,7 +92,7 @@ describe('ExchangeRelay: a settled exchange is not kept alive', () => {
       res.resume();
       await once(res, 'end');
     }
-    assert.equal(Object.values(replica.endpoint.agent.freeSockets).flat().length, 1, 'the upstream socket is pooled, alive');
+    assert.equal(replica.endpoint.pool.open, 1, 'the upstream socket is pooled, alive');
     await nextTurn();
     gc();
     assert.deepEqual(

@@ -1,14 +1,15 @@
-import type { ClientRequest, IncomingMessage } from 'node:http';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { routeLabel } from '../../common/http/route-label.js';
 import { endFailed, processTracing, sessionHash, type RouterTracing } from '../../common/tracing/tracing.js';
-import type { Socket } from 'node:net';
 import type { AppLogger } from '../../common/logging/logger.js';
 import type { Replica } from '../registry/replica.js';
-import { requestTo } from '../registry/replica-endpoint.js';
+import type { AttemptEvents, UpstreamAttempt } from '../registry/upstream-pool.js';
 import { switched, type RouteOutcome } from '../routing/routing.policy.js';
 import type { Exchange } from './exchange.js';
-import { flatHeaders, relayBody, responseHeaders, upstreamHeaders } from './upstream.js';
+import { flatHeaders, relayChunk, relayEnd, responseHead, upstreamHeaders } from './upstream.js';
+
+/** Errors of a request written on a reused socket that the replica had closed (or reset) before answering. */
+const STALE_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
 /** The timeouts of an exchange with a replica (contract §3). */
 export interface RelayTimeouts {
@@ -80,7 +81,6 @@ export abstract class ExchangeRelay {
     // and counting it now would never be undone (the close handler already ran).
     if (ex.closed) return;
     ex.attempts++;
-    ex.connected = false;
     ex.occupy(r);
     const ep = r.endpoint;
     const body = ex.body!;
@@ -89,56 +89,57 @@ export abstract class ExchangeRelay {
       const attributes = { 'server.address': ep.host, 'server.port': ep.port, 'affinity_router.replica': r.name, 'affinity_router.attempt': ex.attempts };
       ex.attemptSpan = this.tracing?.attemptSpan(ex.span, `${ex.req.method ?? 'GET'} ${r.name}`, attributes, headers);
     }
-    const proxyReq = requestTo(ep, { method: ex.req.method, path: ex.req.url, headers: flatHeaders(headers), agent: ep.agent });
-    ex.proxyReq = proxyReq;
-    // Each of these fires at most once, on a request thrown away after: `on`, not `once`, which
-    // wraps every listener in a bound function and removes it again (a cost per request).
-    proxyReq.on('socket', (socket: Socket) => this.onSocket(proxyReq, socket, ex));
-    proxyReq.on('response', (proxyRes: IncomingMessage) => this.onResponse(proxyRes, ex));
-    proxyReq.on('error', (err: NodeJS.ErrnoException) => this.onError(err, ex, proxyReq));
-    proxyReq.on('finish', () => (ex.at.upstreamWritten = performance.now()));
-    proxyReq.end(body.length > 0 ? body : undefined);
+    // `reset: false`: a connection that carried a body on a GET or DELETE stays kept alive (undici
+    // would close it), as Node's agent kept it.
+    const opts = { method: ex.req.method ?? 'GET', path: ex.req.url ?? '/', headers: flatHeaders(headers), body: body.length > 0 ? body : null, reset: false };
+    const attempt = ep.pool.send(ex, opts, this.events);
+    ex.upstream = attempt;
+    if (attempt.dialling && !attempt.connected) this.armConnectTimeout(attempt);
   }
 
-  /** A socket was assigned (new or reused): arm the connect timeout if it is still connecting. */
-  private onSocket(proxyReq: ClientRequest, socket: Socket, ex: Exchange): void {
-    if (socket.connecting) {
-      const t = setTimeout(() => {
-        const e: NodeJS.ErrnoException = new Error(`connect to ${ex.replica!.url} timed out after ${this.timeouts.connectTimeoutMs} ms`);
-        e.code = 'ECONNTIMEOUT';
-        proxyReq.destroy(e);
-      }, this.timeouts.connectTimeoutMs);
-      // The close listener goes once connected: left on a kept-alive socket it would hold this
-      // exchange (and its body) for as long as the socket lives.
-      const onClose = (): void => clearTimeout(t);
-      socket.once(ex.replica!.endpoint.scheme === 'https' ? 'secureConnect' : 'connect', () => {
-        clearTimeout(t);
-        socket.off('close', onClose);
-        ex.connected = true;
-      });
-      socket.once('close', onClose);
-    } else {
-      ex.connected = true;
-    }
+  /** What the current attempt of an exchange reports (one object, bound once). */
+  private readonly events: AttemptEvents<Exchange> = {
+    connected: (a) => clearTimeout(this.connectTimers.get(a)),
+    sent: (a) => (a.ex.at.upstreamWritten = performance.now()),
+    response: (a, status, headers, statusText) => this.onResponse(a, status, headers, statusText),
+    data: (a, chunk) => relayChunk(a.ex, chunk, this.gap, a),
+    complete: (a) => this.onComplete(a),
+    error: (a, err) => this.onError(err, a),
+  };
+
+  /** A new connection is being dialled: it must connect within `--connect-timeout`, or the attempt is given up. */
+  private armConnectTimeout(a: UpstreamAttempt<Exchange>): void {
+    const t = setTimeout(() => {
+      if (a.connected || a.ex.upstream !== a) return;
+      const e: NodeJS.ErrnoException = new Error(`connect to ${a.ex.replica!.url} timed out after ${this.timeouts.connectTimeoutMs} ms`);
+      e.code = 'ECONNTIMEOUT';
+      a.abandon();
+      this.onError(e, a);
+    }, this.timeouts.connectTimeoutMs);
+    t.unref();
+    this.connectTimers.set(a, t);
   }
+
+  /** The connect timers of attempts still dialling (cleared once connected or ended). */
+  private readonly connectTimers = new WeakMap<UpstreamAttempt<Exchange>, NodeJS.Timeout>();
 
   /** The replica answered: write its status and headers (plus the router's), then relay the body. */
-  private onResponse(proxyRes: IncomingMessage, ex: Exchange): void {
+  private onResponse(a: UpstreamAttempt<Exchange>, status: number, raw: Buffer[], statusText: string): void {
+    const ex = a.ex;
     const r = ex.replica!;
     const res = ex.res;
-    ex.proxyRes = proxyRes;
     ex.at.upstreamFirstByte = performance.now();
-    ex.status = proxyRes.statusCode ?? 0;
+    ex.status = status;
     ex.attemptSpan?.setAttribute('http.response.status_code', ex.status);
     if (ex.status >= 500) this.upstreamFailed(r, `status ${ex.status}`);
-    const headers = responseHeaders(proxyRes, ex);
-    ex.stream = (proxyRes.headers['content-type'] ?? '').startsWith('text/event-stream');
+    const head = responseHead(raw, ex);
+    ex.stream = head.stream;
     if (ex.stream) {
       ex.clearTimer();
       ex.timer = setTimeout(() => this.timedOut(ex, 'idle'), this.timeouts.streamIdleTimeoutMs);
     }
-    if (res.headersSent || res.destroyed) return void ex.proxyReq?.destroy();
-    res.writeHead(ex.status, proxyRes.statusMessage, headers);
+    if (res.headersSent || res.destroyed) return a.abandon();
+    res.writeHead(ex.status, statusText === '' ? undefined : statusText, head.headers);
     // A stream's headers go out now, as the replica sent them: an engine answers the headers at
     // once and the first token only after prefill, and a client (or an ingress with a header
     // timeout) must not wait out the prefill to see the status. A plain answer's headers leave
@@ -147,27 +148,29 @@ export abstract class ExchangeRelay {
       res.flushHeaders();
       ex.at.clientFirstByte = performance.now();
     }
-    relayBody(ex, proxyRes, (seconds) => this.chunkGap(seconds));
-    proxyRes.on('error', () => undefined); // the 'close' check below decides
-    proxyRes.on('close', () => {
-      if (proxyRes.complete) {
-        ex.clearTimer();
-        ex.end('ok');
-      } else {
-        this.broken(ex, 'replica_disconnected', 'the replica closed the stream before it was complete');
-      }
-    });
   }
 
-  /** The upstream exchange failed (connect, reset, timeout-destroy, TLS). */
-  private onError(err: NodeJS.ErrnoException, ex: Exchange, from: ClientRequest): void {
+  private readonly gap = (seconds: number): void => this.chunkGap(seconds);
+
+  private onComplete(a: UpstreamAttempt<Exchange>): void {
+    const ex = a.ex;
+    ex.clearTimer();
+    relayEnd(ex);
+    ex.end('ok');
+  }
+
+  /** The upstream exchange failed (connect, reset, timeout, TLS, a body cut short). */
+  private onError(err: NodeJS.ErrnoException, a: UpstreamAttempt<Exchange>): void {
+    const ex = a.ex;
+    clearTimeout(this.connectTimers.get(a));
     // An error of an attempt already given up (the retry runs on a new request) is not news.
-    if (from !== ex.proxyReq || ex.cause !== undefined || ex.res.destroyed) return;
+    if (a !== ex.upstream || ex.cause !== undefined || ex.res.destroyed) return;
+    if (a.responded) return this.broken(ex, 'replica_disconnected', 'the replica closed the stream before it was complete');
     const r = ex.replica!;
     // Failed before the connection was made (refused, unreachable, DNS, TLS, connect timeout), so
     // nothing reached the replica.
-    const refused = !ex.connected;
-    const staleReuse = ex.connected && ex.proxyReq?.reusedSocket === true && !ex.proxyRes && err.code === 'ECONNRESET';
+    const refused = !a.connected;
+    const staleReuse = a.connected && a.reused && STALE_CODES.has(err.code ?? '');
     // Only a refusal (or an unreachable host, a TLS failure) proves the replica is not listening.
     // A connect timeout is no health signal at all: a replica whose accept queue is full (a
     // burst, a starved host) looks exactly like a dead host from here, and demoting it would
@@ -178,7 +181,7 @@ export abstract class ExchangeRelay {
       if (ex.attemptSpan !== undefined) endFailed(ex.attemptSpan, `${err.code ?? 'error'}: ${err.message}`);
       ex.attemptSpan = undefined;
       this.released(ex);
-      ex.proxyReq = undefined;
+      ex.upstream = undefined;
       return this.retryTarget(ex, r, staleReuse, signal, err, (next) => {
         if (next === undefined || ex.closed) return this.unreachable(ex, r, err);
         this.log.debug({ reqId: ex.id, replica: r.name, retry: next.name, err: err.message }, 'connect failed; retrying once');
@@ -189,11 +192,8 @@ export abstract class ExchangeRelay {
     }
     if (signal) this.connectFailed(r, err.message, err.code);
     if (refused || staleReuse) return this.unreachable(ex, r, err);
-    if (!ex.res.headersSent) {
-      this.upstreamFailed(r, err.message);
-      return ex.fail('replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
-    }
-    this.broken(ex, 'replica_disconnected', err.message);
+    this.upstreamFailed(r, err.message);
+    ex.fail('replica_disconnected', 'upstream_error', `replica ${r.name} failed: ${err.message}`);
   }
 
   private unreachable(ex: Exchange, r: Replica, err: Error): void {
@@ -206,7 +206,7 @@ export abstract class ExchangeRelay {
     const ms = which === 'request' ? this.timeouts.requestTimeoutMs : this.timeouts.streamIdleTimeoutMs;
     const msg = which === 'request' ? `no complete answer within ${ms} ms` : `no data from the replica for ${ms} ms`;
     ex.end('upstream_timeout', msg);
-    ex.proxyReq?.destroy();
+    ex.upstream?.abandon();
     if (!ex.res.headersSent) return ex.fail('replica_timeout', 'upstream_timeout', `replica ${ex.replica?.name} timed out: ${msg}`);
     ex.cut('replica_timeout', msg);
   }
@@ -215,7 +215,7 @@ export abstract class ExchangeRelay {
   protected aborted(ex: Exchange, reason: string): void {
     if (ex.cause !== undefined || ex.res.destroyed) return;
     ex.end('upstream_error', reason);
-    ex.proxyReq?.destroy();
+    ex.upstream?.abandon();
     if (!ex.res.headersSent) return ex.fail('replica_disconnected', 'upstream_error', reason);
     ex.cut('replica_disconnected', reason);
   }
@@ -234,7 +234,7 @@ export abstract class ExchangeRelay {
     ex.clearTimer();
     if (!ex.res.writableFinished) {
       ex.end('client_abort');
-      ex.proxyReq?.destroy();
+      ex.upstream?.abandon();
     } else {
       ex.end('ok');
     }

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Span } from '@opentelemetry/api';
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { CLIENT_ID } from '../../common/client-id.js';
 import type { ResolvedSession } from '../affinity/session-id.js';
 import type { Replica } from '../registry/replica.js';
+import type { UpstreamAttempt } from '../registry/upstream-pool.js';
 import type { Waiter } from '../routing/admission.service.js';
 import type { RouteRequest } from '../routing/route-request.js';
 import { NO_ROUTE, type RouteOutcome } from '../routing/routing.policy.js';
@@ -59,10 +60,8 @@ export class Exchange {
   /** Whether the current replica's in-flight count holds this exchange ({@link occupy}). */
   private counted = false;
   attempts = 0;
-  proxyReq: ClientRequest | undefined;
-  proxyRes: IncomingMessage | undefined;
-  /** The upstream TCP/TLS connection was established for the current attempt. */
-  connected = false;
+  /** The current attempt with a replica (ExchangeRelay), undefined before the first and between a failed one and its retry. */
+  upstream: UpstreamAttempt<Exchange> | undefined;
   stream = false;
   timer: NodeJS.Timeout | undefined;
   /** Set once; the first terminal event wins. */
@@ -153,7 +152,7 @@ export class Exchange {
   /** A router bug while handling it: 500 `internal_error` naming only the request id, or a cut connection once the response started. */
   failInternal(): void {
     try {
-      this.proxyReq?.destroy();
+      this.upstream?.abandon();
       this.fail('internal_error', 'internal_error', `internal router error (request id ${this.id})`);
     } catch {
       this.res.destroy();
@@ -199,6 +198,13 @@ export class Exchange {
     return h;
   }
 
+  /** The same headers appended to a flat `[name, value, ...]` list (a relayed response's). */
+  pushRouterHeaders(list: string[]): void {
+    list.push('x-request-id', this.id, 'x-router-affinity', this.outcome.header);
+    if (this.session) list.push('x-session-id', this.session.id);
+    if (this.replica) list.push('x-router-replica', this.replica.name);
+  }
+
   /**
    * The exchange is settled and observed: it lets go of the client's request and response, the
    * upstream ones, its body, session and routing key, and keeps its id, marks, counts and cause.
@@ -211,8 +217,7 @@ export class Exchange {
   release(): void {
     this.clientReq = SETTLED_REQUEST;
     this.clientRes = SETTLED_RESPONSE;
-    this.proxyReq = undefined;
-    this.proxyRes = undefined;
+    this.upstream = undefined;
     this.body = undefined;
     this.request = undefined;
     this.session = undefined;

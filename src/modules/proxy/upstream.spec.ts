@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { PassThrough, Writable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Exchange } from './exchange.js';
-import { flatHeaders, relayBody } from './upstream.js';
+import { flatHeaders, relayChunk, relayEnd } from './upstream.js';
 
 /**
  * The client side of an exchange, standing in for its ServerResponse: records what it is given
@@ -29,7 +29,7 @@ class FakeClient extends Writable {
   }
 }
 
-/** relayBody() between a replica's response (a PassThrough the test writes) and a FakeClient. */
+/** relayChunk() and relayEnd() between a replica's response (a PassThrough the test writes) and a FakeClient. */
 function relay(o: { stream: boolean; clientBuffer?: number }) {
   const client = new FakeClient({ highWaterMark: o.clientBuffer ?? 16 * 1024 });
   const ex = new Exchange({ headers: {} } as IncomingMessage, client as unknown as ServerResponse);
@@ -39,7 +39,12 @@ function relay(o: { stream: boolean; clientBuffer?: number }) {
   ex.timer = { refresh: () => (refreshes++, ex.timer) } as unknown as NodeJS.Timeout;
   const replica = new PassThrough();
   const gaps: number[] = [];
-  relayBody(ex, replica as unknown as IncomingMessage, (s) => gaps.push(s));
+  // As the relay drives them: each chunk in turn, the replica paused while the client is full.
+  const gap = (s: number): number => gaps.push(s);
+  replica.on('data', (c: Buffer) => {
+    if (!relayChunk(ex, c, gap, replica)) replica.pause();
+  });
+  replica.on('end', () => relayEnd(ex));
   /** The replica sends `chunk`; resolves once the relay had its turn. */
   const send = async (chunk: string): Promise<void> => {
     replica.write(chunk);
@@ -48,7 +53,7 @@ function relay(o: { stream: boolean; clientBuffer?: number }) {
   return { client, ex, replica, gaps, send, refreshes: () => refreshes };
 }
 
-describe('relayBody (the data plane relay)', { timeout: 5_000 }, () => {
+describe('relayChunk and relayEnd (the data plane relay)', { timeout: 5_000 }, () => {
   it('hands each chunk to the client as it arrives, before the next exists, and ends the client with the replica', async () => {
     const r = relay({ stream: true });
     await r.send('data: a\n\n');

@@ -1,11 +1,11 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Exchange } from './exchange.js';
 
 /*
  * The two directions of a forwarded exchange: the headers sent to the replica and back to the
- * client (hop-by-hop ones dropped, the router's own added), and the response body relayed as it
- * arrives.
+ * client (hop-by-hop ones dropped, the router's own added), and the response body relayed chunk
+ * by chunk as it arrives.
  */
 
 /**
@@ -38,40 +38,67 @@ function appendForwarded(h: OutgoingHttpHeaders, name: string, value: string): v
   h[name] = prior === undefined ? value : `${String(prior)},${value}`;
 }
 
-/** The replica's response headers minus hop-by-hop ones, plus the router's own (contract §3). */
-export function responseHeaders(proxyRes: IncomingMessage, ex: Exchange): OutgoingHttpHeaders {
-  return ex.routerHeaders(copyEndToEnd(proxyRes.headers, {}));
+/** Response headers the router sets itself (Exchange.pushRouterHeaders): a replica's own, an engine's `x-request-id` say, are not passed on. */
+const ROUTER_SET = new Set(['x-request-id', 'x-router-affinity', 'x-session-id', 'x-router-replica']);
+
+/** A replica's response head as the client gets it. */
+export interface ResponseHead {
+  /** Flat `[name, value, ...]`, as `writeHead` takes it: the replica's end-to-end headers (names lowercased), then the router's. */
+  readonly headers: string[];
+  /** `Content-Type: text/event-stream`: relayed chunk by chunk with the stream idle timeout. */
+  readonly stream: boolean;
+}
+
+/** The replica's response headers (raw, as undici read them) minus hop-by-hop ones, plus the router's own (contract §3). */
+export function responseHead(raw: Buffer[], ex: Exchange): ResponseHead {
+  const names: string[] = [];
+  let connection: string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toString('latin1').toLowerCase();
+    names.push(name);
+    if (name === 'connection') (connection ??= []).push(raw[i + 1].toString('latin1'));
+  }
+  const named = connectionNamed(connection);
+  const headers: string[] = [];
+  let stream = false;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (HOP_BY_HOP.has(name) || ROUTER_SET.has(name) || named?.has(name) === true) continue;
+    const value = raw[2 * i + 1].toString('latin1');
+    if (name === 'content-type') stream = value.startsWith('text/event-stream');
+    headers.push(name, value);
+  }
+  ex.pushRouterHeaders(headers);
+  return { headers, stream };
 }
 
 /**
- * Relay a replica's response body to the client as it arrives, never buffered (contract §3), keeping
- * the exchange's byte and timing marks and refreshing a stream's idle timer on every chunk. The
- * caller wrote the headers; this ends the client response when the replica's ends.
+ * Relay one chunk of a replica's body to the client as it arrives, never buffered (contract §3),
+ * keeping the exchange's byte and timing marks and refreshing a stream's idle timer. False when
+ * the client's buffer is full: the caller pauses the replica's socket, and `paused.resume()` runs
+ * once the client drains. What arrives after the client went is dropped.
  */
-export function relayBody(ex: Exchange, proxyRes: IncomingMessage, chunkGap: (seconds: number) => void): void {
+export function relayChunk(ex: Exchange, c: Buffer, chunkGap: (seconds: number) => void, paused: { resume(): void }): boolean {
   const res = ex.res;
-  // Relay by hand rather than pipe(): one listener does the accounting and the write, and the
-  // client's back-pressure pauses the replica's socket.
-  proxyRes.on('data', (c: Buffer) => {
-    if (res.writableEnded || res.destroyed) return;
-    if (ex.at.clientFirstByte === 0) ex.at.clientFirstByte = performance.now();
-    ex.bytesOut += c.length;
-    if (ex.stream) {
-      const now = performance.now();
-      if (ex.at.lastChunk > 0) chunkGap((now - ex.at.lastChunk) / 1000);
-      else ex.at.firstChunk = now;
-      ex.at.lastChunk = now;
-      ex.timer?.refresh();
-      ex.tail = c.length >= 2 ? (c[c.length - 2] << 8) | c[c.length - 1] : ((ex.tail & 0xff) << 8) | c[0];
-    }
-    if (!res.write(c)) {
-      proxyRes.pause();
-      res.once('drain', () => proxyRes.resume());
-    }
-  });
-  proxyRes.on('end', () => {
-    if (!res.writableEnded && !res.destroyed) res.end();
-  });
+  if (res.writableEnded || res.destroyed) return true;
+  if (ex.at.clientFirstByte === 0) ex.at.clientFirstByte = performance.now();
+  ex.bytesOut += c.length;
+  if (ex.stream) {
+    const now = performance.now();
+    if (ex.at.lastChunk > 0) chunkGap((now - ex.at.lastChunk) / 1000);
+    else ex.at.firstChunk = now;
+    ex.at.lastChunk = now;
+    ex.timer?.refresh();
+    ex.tail = c.length >= 2 ? (c[c.length - 2] << 8) | c[c.length - 1] : ((ex.tail & 0xff) << 8) | c[0];
+  }
+  if (res.write(c)) return true;
+  res.once('drain', () => paused.resume());
+  return false;
+}
+
+/** The replica's body ended: so does the client's response. */
+export function relayEnd(ex: Exchange): void {
+  if (!ex.res.writableEnded && !ex.res.destroyed) ex.res.end();
 }
 
 /** Headers that describe one hop (RFC 9110 §7.6.1): never forwarded, in either direction. */

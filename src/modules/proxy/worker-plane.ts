@@ -5,7 +5,7 @@ import { SystemClock } from '../../common/clock.js';
 import { MetricsRegistry } from '../../common/metrics/metrics-registry.js';
 import { AffinityService } from '../affinity/affinity.service.js';
 import { Replica } from '../registry/replica.js';
-import { createEndpoint } from '../registry/replica-endpoint.js';
+import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js';
 import { BodyReader } from './body-reader.service.js';
 import { Exchange } from './exchange.js';
 import { ExchangeRelay, type RetryAnswer } from './exchange-relay.js';
@@ -141,7 +141,7 @@ export class WorkerPlane extends ExchangeRelay {
   private replica(a: ReplicaAddress): Replica {
     const known = this.replicas.get(a.name);
     if (known !== undefined && known.url === a.url) return known;
-    known?.endpoint.agent.destroy();
+    if (known !== undefined) destroyEndpoint(known.endpoint);
     const endpoint = createEndpoint({ scheme: a.scheme, host: a.host, port: a.port, caFile: a.caFile, tlsVerify: a.tlsVerify });
     const r = new Replica(a.name, 'static', endpoint, null, { ready: true });
     this.replicas.set(a.name, r);

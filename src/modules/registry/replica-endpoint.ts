@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Scheme } from '../../config/router-config.js';
+import { UpstreamPool } from './upstream-pool.js';
 
 /** Where and how to dial a replica: built once when the replica is registered (STYLE §4). */
 export interface ReplicaEndpoint {
@@ -13,7 +14,9 @@ export interface ReplicaEndpoint {
   readonly url: string;
   /** `Host` header of requests to this replica (the port is left out when it is the scheme's default). */
   readonly hostHeader: string;
-  /** Keep-alive agent of the data plane (client traffic only); destroyed when the replica is removed. */
+  /** The data plane's keep-alive connections (client traffic only); closed when the replica is removed. */
+  readonly pool: UpstreamPool;
+  /** Keep-alive agent of warm hand-off copies (routing.warm_handoff); destroyed with the endpoint. */
   readonly agent: http.Agent;
   /**
    * Agent of health probes, model discovery and metric scrapes (contract §3): connections of their
@@ -81,12 +84,14 @@ export function createEndpoint(o: EndpointOptions): ReplicaEndpoint {
   agent.on('free', (socket: Freed) => (socket[FREED_AT] = performance.now()));
   const idleSweep = setInterval(() => closeIdleSockets(agent), FREE_SOCKET_SWEEP_MS);
   idleSweep.unref();
+  const url = formatUrl(o.scheme, o.host, o.port);
   return {
     scheme: o.scheme,
     host: o.host,
     port: o.port,
-    url: formatUrl(o.scheme, o.host, o.port),
+    url,
     hostHeader: hostHeader(o.scheme, o.host, o.port),
+    pool: new UpstreamPool(url, o.scheme === 'https' ? tls : undefined),
     agent,
     probeAgent,
     idleSweep,
@@ -120,6 +125,7 @@ export function requestTo(
 /** Close every connection of an endpoint (the replica left the table). */
 export function destroyEndpoint(ep: ReplicaEndpoint): void {
   clearInterval(ep.idleSweep);
+  ep.pool.destroy();
   ep.agent.destroy();
   ep.probeAgent.destroy();
 }
