@@ -3,7 +3,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { RouterConfigModule } from './config/config.module.js';
 import type { RouterConfig } from './config/router-config.js';
 import { LoggingModule } from './common/logging/logging.module.js';
-import type { ProcessEnv } from './common/process-env.js';
+import type { ProcessEnv } from './config/process-env.js';
 import type { InternalErrors } from './common/errors/internal-errors.js';
 import { LifecycleModule } from './modules/lifecycle/lifecycle.module.js';
 import { ClusterModule } from './modules/cluster/cluster.module.js';

@@ -5,7 +5,7 @@
  * is not @nestjs/config).
  */
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { CONFIG_SOURCE, PROCESS_ENV, type ProcessEnv } from '../common/process-env.js';
+import { CONFIG_SOURCE, PROCESS_ENV, type ProcessEnv } from './process-env.js';
 import { RouterConfig } from './router-config.js';
 
 /**

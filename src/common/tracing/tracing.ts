@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapPropagator, type Tracer } from '@opentelemetry/api';
-import type { ProcessEnv } from '../process-env.js';
+import type { ProcessEnv } from '../../config/process-env.js';
 
 /** The router's version, as `service.version` of its spans (package.json). */
 export const ROUTER_VERSION = '0.1.0';

@@ -5,7 +5,7 @@ import { buildLaunchArgv, buildLaunchEnv, buildStopArgv } from '../../config/tem
 import { DomainError } from '../../common/errors/domain-error.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
-import { PROCESS_ENV, type ProcessEnv } from '../../common/process-env.js';
+import { PROCESS_ENV, type ProcessEnv } from '../../config/process-env.js';
 import { LauncherFactory } from '../launcher/launcher.factory.js';
 import type { ExitInfo, PidIdentity } from '../launcher/launcher.transport.js';
 import { createEndpoint } from '../registry/replica-endpoint.js';

@@ -19,8 +19,8 @@ import { WarmCopies } from './warm-copy.service.js';
 /**
  * The data plane (contract §3), mounted on the HTTP server for every `/v1/` request ahead of Fastify
  * (see app.factory.ts and docs/design.md §3): the intake reads the request as far as its routing
- * keys, the routing policy picks a replica, then the exact bytes go out with one `http.request` on
- * the replica's keep-alive agent and the answer is relayed chunk by chunk.
+ * keys, the routing policy picks a replica, then the exact bytes go out on one connection of
+ * the replica's keep-alive pool and the answer is relayed chunk by chunk.
  * The only code that forwards client traffic to replicas (health probes and model discovery open
  * their own connections on the endpoint's probe agent).
  */

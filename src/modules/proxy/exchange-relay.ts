@@ -23,7 +23,7 @@ export type RetryAnswer = (next: Replica | undefined) => void;
 
 /**
  * One exchange with a replica, from the decision to the end of the response: the exact bytes go
- * out with one `http.request` on the replica's keep-alive agent, the answer is relayed chunk by
+ * out on one of the replica's pooled keep-alive connections, the answer is relayed chunk by
  * chunk, a refused or stale connection is retried once elsewhere, timeouts and cuts end it with
  * the truthful error. What the relay cannot decide itself (health signals, where a retry goes,
  * what happens once the exchange ends) is the subclass's: the primary's data plane answers from
@@ -94,12 +94,12 @@ export abstract class ExchangeRelay {
     const opts = { method: ex.req.method ?? 'GET', path: ex.req.url ?? '/', headers: flatHeaders(headers), body: body.length > 0 ? body : null, reset: false };
     const attempt = ep.pool.send(ex, opts, this.events);
     ex.upstream = attempt;
-    if (attempt.dialling && !attempt.connected) this.armConnectTimeout(attempt);
+    if (attempt.dialling) this.armConnectTimeout(attempt);
   }
 
   /** What the current attempt of an exchange reports (one object, bound once). */
   private readonly events: AttemptEvents<Exchange> = {
-    connected: (a) => clearTimeout(this.connectTimers.get(a)),
+    connected: (a) => clearTimeout(a.connectTimer),
     sent: (a) => (a.ex.at.upstreamWritten = performance.now()),
     response: (a, status, headers, statusText) => this.onResponse(a, status, headers, statusText),
     data: (a, chunk) => relayChunk(a.ex, chunk, this.gap, a),
@@ -117,11 +117,8 @@ export abstract class ExchangeRelay {
       this.onError(e, a);
     }, this.timeouts.connectTimeoutMs);
     t.unref();
-    this.connectTimers.set(a, t);
+    a.connectTimer = t;
   }
-
-  /** The connect timers of attempts still dialling (cleared once connected or ended). */
-  private readonly connectTimers = new WeakMap<UpstreamAttempt<Exchange>, NodeJS.Timeout>();
 
   /** The replica answered: write its status and headers (plus the router's), then relay the body. */
   private onResponse(a: UpstreamAttempt<Exchange>, status: number, raw: Buffer[], statusText: string): void {
@@ -162,7 +159,7 @@ export abstract class ExchangeRelay {
   /** The upstream exchange failed (connect, reset, timeout, TLS, a body cut short). */
   private onError(err: NodeJS.ErrnoException, a: UpstreamAttempt<Exchange>): void {
     const ex = a.ex;
-    clearTimeout(this.connectTimers.get(a));
+    clearTimeout(a.connectTimer);
     // An error of an attempt already given up (the retry runs on a new request) is not news.
     if (a !== ex.upstream || ex.cause !== undefined || ex.res.destroyed) return;
     if (a.responded) return this.broken(ex, 'replica_disconnected', 'the replica closed the stream before it was complete');

@@ -1,14 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { ClientRequest } from 'node:http';
 import { RouterConfig } from '../../config/router-config.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
 import type { Replica } from '../registry/replica.js';
-import { requestTo } from '../registry/replica-endpoint.js';
+import type { AttemptEvents, UpstreamAttempt } from '../registry/upstream-pool.js';
 import { AdmissionService } from '../routing/admission.service.js';
 import { RoutingService } from '../routing/routing.service.js';
 import type { Exchange } from './exchange.js';
-import { upstreamHeaders } from './upstream.js';
+import { flatHeaders, upstreamHeaders } from './upstream.js';
 import { ProxyMetrics } from './proxy.metrics.js';
 
 /** The header that marks a warm copy to the replica (the simulator keeps its cache totals apart). */
@@ -58,39 +57,58 @@ export class WarmCopies {
     const request = ex.request!;
     ex.home = home.name;
     const body = warmBody(ex.body!);
-    let settled = false;
-    let req: ClientRequest | undefined;
-    const end = (failure?: string): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      home.vacate(copy);
-      this.admission.pump();
-      if (failure !== undefined) {
-        this.routing.warmFailed(request, home, served);
-        this.log.warn(
-          { event: 'warm_copy_failed', reqId: ex.id, replica: home.name, served: served.name, err: failure },
-          `warm copy to ${home.name} failed: ${failure}`,
-        );
-      }
-      this.metrics.warmCopyEnded(home, failure === undefined);
+    let attempt: UpstreamAttempt<WarmCopy> | undefined;
+    const copy: WarmCopy = {
+      status: 0,
+      settled: false,
+      settle: (failure?: string) => {
+        if (copy.settled) return;
+        copy.settled = true;
+        clearTimeout(timer);
+        home.vacate(copy);
+        this.admission.pump();
+        if (failure !== undefined) {
+          this.routing.warmFailed(request, home, served);
+          this.log.warn(
+            { event: 'warm_copy_failed', reqId: ex.id, replica: home.name, served: served.name, err: failure },
+            `warm copy to ${home.name} failed: ${failure}`,
+          );
+        }
+        this.metrics.warmCopyEnded(home, failure === undefined);
+      },
+      abort: (reason: string) => {
+        attempt?.abandon();
+        copy.settle(reason);
+      },
     };
-    const copy = { abort: (reason: string) => req?.destroy(new Error(reason)) };
     home.occupy(copy);
-    const timer = setTimeout(() => req?.destroy(new Error(`no answer within ${this.config.requestTimeoutMs} ms`)), this.config.requestTimeoutMs);
-    if (body === undefined) return end('the request body is not a JSON object');
+    const timer = setTimeout(() => copy.abort(`no answer within ${this.config.requestTimeoutMs} ms`), this.config.requestTimeoutMs);
+    if (body === undefined) return copy.settle('the request body is not a JSON object');
     const ep = home.endpoint;
     const headers = upstreamHeaders(ex, ep.hostHeader);
     headers['content-length'] = body.length;
     headers[WARM_HEADER] = '1';
-    req = requestTo(ep, { method: 'POST', path: ex.req.url, headers, agent: ep.agent });
-    req.on('error', (err) => end(err.message));
-    req.once('response', (res) => {
-      const status = res.statusCode ?? 0;
-      res.on('error', () => undefined); // the 'close' check decides
-      res.once('close', () => end(status >= 200 && status < 300 && res.complete ? undefined : `status ${status}${res.complete ? '' : ', answer cut short'}`));
-      res.resume();
-    });
-    req.end(body);
+    attempt = ep.pool.send(copy, { method: 'POST', path: ex.req.url ?? '/', headers: flatHeaders(headers), body }, WARM_EVENTS);
   }
 }
+
+/** A warm copy in flight: counted on its home replica until it settles, once. */
+interface WarmCopy {
+  /** The home's status code, 0 until it answered. */
+  status: number;
+  settled: boolean;
+  /** The copy ended: `failure` says why it did not complete with a 2xx. */
+  settle(failure?: string): void;
+  /** The drain cut it, or its timeout fired. */
+  abort(reason: string): void;
+}
+
+/** What a warm copy's attempt reports: its answer is read to the end and dropped. */
+const WARM_EVENTS: AttemptEvents<WarmCopy> = {
+  connected: () => undefined,
+  sent: () => undefined,
+  response: (a, status) => (a.ex.status = status),
+  data: () => true,
+  complete: (a) => a.ex.settle(a.ex.status >= 200 && a.ex.status < 300 ? undefined : `status ${a.ex.status}`),
+  error: (a, err) => a.ex.settle(a.responded ? `status ${a.ex.status}, answer cut short` : err.message),
+};

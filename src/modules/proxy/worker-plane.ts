@@ -20,7 +20,7 @@ const epoch = (mark: number): number => (mark > 0 ? performance.timeOrigin + mar
  * A worker process's data plane (docs/workers.md): it reads `/v1/` requests as
  * far as their routing keys, asks the primary where each goes (the primary holds the session
  * directory, the prefix index, every replica's fleet-wide in-flight count and the admission
- * queue), relays the exchange on its own keep-alive agents, and reports how it ended. Anything
+ * queue), relays the exchange on its own keep-alive pools, and reports how it ended. Anything
  * else that reaches it (the admin API, probes, `/metrics`, `GET /v1/models`) is forwarded to the
  * primary's own listener.
  */
@@ -34,7 +34,7 @@ export class WorkerPlane extends ExchangeRelay {
   private readonly asked = new Map<number, Exchange>();
   private readonly numbers = new WeakMap<Exchange, number>();
   private readonly retries = new Map<number, RetryAnswer>();
-  /** One table row (endpoint and keep-alive agent) per replica the primary named. */
+  /** One table row (endpoint and keep-alive pool) per replica the primary named. */
   private readonly replicas = new Map<string, Replica>();
   private readonly toPrimary = new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
 

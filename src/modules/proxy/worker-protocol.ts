@@ -27,7 +27,7 @@ export interface RequestHead {
   readonly remoteAddress: string | undefined;
 }
 
-/** How a worker dials a replica; the primary names it, the worker keeps one keep-alive agent per `url`. */
+/** How a worker dials a replica; the primary names it, the worker keeps one keep-alive pool per `url`. */
 export interface ReplicaAddress {
   readonly name: string;
   readonly url: string;

@@ -49,10 +49,6 @@ export class UpstreamConnection {
       this.served = 0;
     });
   }
-
-  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
-    this.client.dispatch(opts, handler);
-  }
 }
 
 /** What the relay hears of an {@link UpstreamAttempt}; one object per relay, so an attempt allocates no closures. */
@@ -84,6 +80,8 @@ export class UpstreamAttempt<X> implements Dispatcher.DispatchHandler {
   connected = false;
   /** The replica's status line arrived. */
   responded = false;
+  /** The caller's connect timer while the connection is {@link dialling}; cleared by the caller. */
+  connectTimer: NodeJS.Timeout | undefined;
   private abortRequest: ((err?: Error) => void) | undefined;
   private resumeBody: (() => void) | undefined;
   private abandoned = false;
@@ -160,7 +158,8 @@ export class UpstreamAttempt<X> implements Dispatcher.DispatchHandler {
 }
 
 /**
- * The data plane's connections to one replica (client traffic only): the most recently used idle
+ * The data plane's connections to one replica (client traffic and warm copies; probes have their
+ * own agent): the most recently used idle
  * connection is taken first (so a burst's extra connections go idle and close), a new one is
  * opened when none is idle. Requests are never queued behind a cap.
  */
@@ -196,7 +195,7 @@ export class UpstreamPool {
   send<X>(ex: X, opts: Dispatcher.DispatchOptions, events: AttemptEvents<X>): UpstreamAttempt<X> {
     const conn = this.take();
     const attempt = new UpstreamAttempt(ex, conn, this, events);
-    conn.dispatch(opts, attempt);
+    conn.client.dispatch(opts, attempt);
     return attempt;
   }
 

@@ -5,7 +5,7 @@ import { ConfigError, type ConfigProblem } from '../../config/config-error.js';
 import { loadRouterConfig } from '../../config/config.loader.js';
 import { planReload } from '../../config/config-reload.js';
 import { RouterConfig } from '../../config/router-config.js';
-import { CONFIG_SOURCE, type ConfigSource } from '../../common/process-env.js';
+import { CONFIG_SOURCE, type ConfigSource } from '../../config/process-env.js';
 import { auditSignal } from '../../common/audit/audit.js';
 import { APP_LOGGER } from '../../common/logging/logging.module.js';
 import type { AppLogger } from '../../common/logging/logger.js';
