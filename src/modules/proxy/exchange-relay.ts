@@ -99,7 +99,6 @@ export abstract class ExchangeRelay {
 
   /** What the current attempt of an exchange reports (one object, bound once). */
   private readonly events: AttemptEvents<Exchange> = {
-    connected: (a) => clearTimeout(a.connectTimer),
     sent: (a) => (a.ex.at.upstreamWritten = performance.now()),
     response: (a, status, headers, statusText) => this.onResponse(a, status, headers, statusText),
     data: (a, chunk) => relayChunk(a.ex, chunk, this.gap, a),
@@ -159,7 +158,6 @@ export abstract class ExchangeRelay {
   /** The upstream exchange failed (connect, reset, timeout, TLS, a body cut short). */
   private onError(err: NodeJS.ErrnoException, a: UpstreamAttempt<Exchange>): void {
     const ex = a.ex;
-    clearTimeout(a.connectTimer);
     // An error of an attempt already given up (the retry runs on a new request) is not news.
     if (a !== ex.upstream || ex.cause !== undefined || ex.res.destroyed) return;
     if (a.responded) return this.broken(ex, 'replica_disconnected', 'the replica closed the stream before it was complete');

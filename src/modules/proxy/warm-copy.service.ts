@@ -105,7 +105,6 @@ interface WarmCopy {
 
 /** What a warm copy's attempt reports: its answer is read to the end and dropped. */
 const WARM_EVENTS: AttemptEvents<WarmCopy> = {
-  connected: () => undefined,
   sent: () => undefined,
   response: (a, status) => (a.ex.status = status),
   data: () => true,

@@ -18,7 +18,6 @@ describe('createEndpoint', () => {
     try {
       await new Promise<void>((resolve, reject) => {
         const events: AttemptEvents<undefined> = {
-          connected: () => undefined,
           sent: () => undefined,
           response: () => undefined,
           data: () => true,

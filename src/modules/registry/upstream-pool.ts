@@ -53,8 +53,6 @@ export class UpstreamConnection {
 
 /** What the relay hears of an {@link UpstreamAttempt}; one object per relay, so an attempt allocates no closures. */
 export interface AttemptEvents<X> {
-  /** The request is being written on a connected socket. */
-  connected(a: UpstreamAttempt<X>): void;
   /** Every byte of the request was written. */
   sent(a: UpstreamAttempt<X>): void;
   /** The status line and headers (raw, as undici read them); `resume` restarts a paused body. */
@@ -80,7 +78,10 @@ export class UpstreamAttempt<X> implements Dispatcher.DispatchHandler {
   connected = false;
   /** The replica's status line arrived. */
   responded = false;
-  /** The caller's connect timer while the connection is {@link dialling}; cleared by the caller. */
+  /**
+   * The caller's connect timer while the connection is {@link dialling}: cleared here once the
+   * request is on a connected socket, or the attempt failed or was abandoned.
+   */
   connectTimer: NodeJS.Timeout | undefined;
   private abortRequest: ((err?: Error) => void) | undefined;
   private resumeBody: (() => void) | undefined;
@@ -104,7 +105,7 @@ export class UpstreamAttempt<X> implements Dispatcher.DispatchHandler {
     if (this.abandoned) return abort();
     this.abortRequest = abort;
     this.connected = true;
-    this.events.connected(this);
+    clearTimeout(this.connectTimer);
   }
 
   onRequestSent(): void {
@@ -135,6 +136,7 @@ export class UpstreamAttempt<X> implements Dispatcher.DispatchHandler {
   }
 
   onError(err: Error): void {
+    clearTimeout(this.connectTimer);
     this.pool.give(this.conn, false);
     if (!this.abandoned) this.events.error(this, err);
   }
@@ -152,6 +154,7 @@ export class UpstreamAttempt<X> implements Dispatcher.DispatchHandler {
   abandon(): void {
     if (this.abandoned) return;
     this.abandoned = true;
+    clearTimeout(this.connectTimer);
     if (this.abortRequest !== undefined) this.abortRequest();
     else void this.conn.client.destroy().catch(() => undefined);
   }
