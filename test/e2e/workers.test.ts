@@ -2,6 +2,7 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { simRequest, simStream, spawnSim, stopAllSims, type SimStream } from '../support/sim-process.js';
 import { writeTempConfig, waitFor } from '../support/router.js';
 import { spawnRouter, pidAlive } from '../support/router-process.js';
@@ -117,6 +118,27 @@ describe('--workers 2: worker processes relay /v1/ traffic, the primary owns rou
       assert.ok(sum(samples, 'affinity_router_stream_chunk_gap_seconds_count') >= 4, "the stream's gaps, observed in a worker, are in the primary's answer");
       assert.equal((text.match(/^affinity_router_requests_received_total /gm) ?? []).length, 1, 'one series, no per-worker copy');
       assert.equal((await a.stats()).requests + (await b.stats()).requests, total, 'the replicas saw each request once');
+
+      // First turns of sessions with an id are placed where their prompt is cached, read from the
+      // decoded body: here gzip-encoded, over both workers' connections.
+      const system = { role: 'system', content: 'You are the support agent of the Lighthouse Shipping Company. Policy follows. '.repeat(40) };
+      const ask = (n: number) => JSON.stringify({ model: 'sim-model', max_tokens: 2, messages: [system, { role: 'user', content: `customer ${n} asks` }] });
+      const [one, two] = [new http.Agent({ keepAlive: true, maxSockets: 1 }), new http.Agent({ keepAlive: true, maxSockets: 1 })];
+      const seeded = await post(one, ask(0));
+      assert.equal(seeded.headers['x-router-affinity'], 'initialize');
+      const home = String(seeded.headers['x-router-replica']);
+      for (let n = 1; n <= 6; n++) {
+        const r = await simRequest(`${router.url}/v1/chat/completions`, {
+          method: 'POST',
+          agent: n % 2 === 0 ? one : two,
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-session-id': `gzip-first-${n}` },
+          body: gzipSync(ask(n)),
+        });
+        assert.equal(r.headers['x-router-affinity'], 'initialize', `first turn ${n}: a new conversation`);
+        assert.equal(String(r.headers['x-router-replica']), home, `first turn ${n}: placed where its prompt is cached`);
+      }
+      one.destroy();
+      two.destroy();
     } finally {
       router.child.kill('SIGTERM');
       await router.exited();

@@ -128,12 +128,15 @@ export class RemoteExchanges {
       if (ex.closed) return;
       ex.request = { ...ex.request, publish, holder };
     }
-    // A first turn of a session with an id is placed by its prompt: its body is asked for then only.
+    // A first turn of a session with an id is placed by its prompt: the chain the worker read, else the
+    // decoded body, asked for then only (the bytes a warm copy sends may be compressed).
     if (session.source !== 'minted' && this.routing.readsBody(session.id)) {
-      const body = ex.body ?? (await new Promise<Buffer>((resolve) => ((held.bodyWanted = resolve), link.send({ t: 'body?', n: m.n }))));
-      if (ex.closed) return;
-      ex.body = body;
-      ex.request = { ...ex.request, body };
+      if (m.firstTurn !== undefined) ex.request = { ...ex.request, firstTurn: m.firstTurn };
+      else {
+        const body = await new Promise<Buffer>((resolve) => ((held.bodyWanted = resolve), link.send({ t: 'body?', n: m.n })));
+        if (ex.closed) return;
+        ex.request = { ...ex.request, body };
+      }
     }
     const request = ex.request;
     const d = this.routing.route(request);

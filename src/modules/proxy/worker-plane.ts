@@ -4,6 +4,7 @@ import { RouterConfig } from '../../config/router-config.js';
 import { SystemClock } from '../../common/clock.js';
 import { MetricsRegistry } from '../../common/metrics/metrics-registry.js';
 import { AffinityService } from '../affinity/affinity.service.js';
+import { bodyPromptChain, type PromptChain } from '../affinity/prefix-hash.js';
 import { Replica } from '../registry/replica.js';
 import { createEndpoint, destroyEndpoint } from '../registry/replica-endpoint.js';
 import { BodyReader } from './body-reader.service.js';
@@ -11,7 +12,16 @@ import { Exchange } from './exchange.js';
 import { ExchangeRelay, type RetryAnswer } from './exchange-relay.js';
 import { ProxyMetrics } from './proxy.metrics.js';
 import { RequestReader } from './request-reader.js';
-import type { EndRecord, FromWorker, ReplicaAddress, RequestHead, ToWorker } from './worker-protocol.js';
+import type { RouteRequest } from '../routing/route-request.js';
+import {
+  FIRST_TURN_MAX_BYTES,
+  PLACED_SESSIONS_KEPT,
+  type EndRecord,
+  type FromWorker,
+  type ReplicaAddress,
+  type RequestHead,
+  type ToWorker,
+} from './worker-protocol.js';
 
 /** performance.now() as epoch milliseconds (0 stays 0: a mark not reached). */
 const epoch = (mark: number): number => (mark > 0 ? performance.timeOrigin + mark : 0);
@@ -37,6 +47,8 @@ export class WorkerPlane extends ExchangeRelay {
   /** One table row (endpoint and keep-alive pool) per replica the primary named. */
   private readonly replicas = new Map<string, Replica>();
   private readonly toPrimary = new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
+  /** Sessions with an id this worker saw placed (oldest first): their next turns need no prompt chain. */
+  private readonly placed = new Set<string>();
 
   constructor(
     private readonly config: RouterConfig,
@@ -68,7 +80,9 @@ export class WorkerPlane extends ExchangeRelay {
     switch (m.t) {
       case 'grant': {
         const ex = this.asked.get(m.n);
-        if (ex !== undefined && !ex.closed) this.start(ex, m.outcome, this.replica(m.replica));
+        if (ex === undefined || ex.closed) return;
+        if (ex.session !== undefined && ex.session.source !== 'minted') this.remember(ex.session.id);
+        this.start(ex, m.outcome, this.replica(m.replica));
         return;
       }
       case 'refuse': {
@@ -83,8 +97,10 @@ export class WorkerPlane extends ExchangeRelay {
         return;
       }
       case 'body?': {
+        // Decoded: routing reads the prompt, and the bytes as received may be compressed.
         const ex = this.asked.get(m.n);
-        if (ex?.body !== undefined && !ex.closed) this.send({ t: 'body', n: m.n, body: ex.body });
+        const body = ex?.request?.body ?? ex?.body;
+        if (ex !== undefined && body !== undefined && !ex.closed) this.send({ t: 'body', n: m.n, body });
         return;
       }
       case 'abort':
@@ -135,7 +151,27 @@ export class WorkerPlane extends ExchangeRelay {
     const n = this.numbers.get(ex)!;
     this.asked.set(n, ex);
     const warm = this.config.routing.warmHandoff;
-    this.send({ t: 'route', n, head: headOf(ex, warm), arrived: epoch(ex.arrivedAt), keys: read.keys, body: warm ? ex.body : undefined });
+    const firstTurn = this.firstTurn(read.request);
+    this.send({ t: 'route', n, head: headOf(ex, warm), arrived: epoch(ex.arrivedAt), keys: read.keys, body: warm ? ex.body : undefined, firstTurn });
+  }
+
+  /**
+   * The prompt chain of a request with an id whose session this worker has not seen placed: if it
+   * is a first turn, the primary places it by its prompt with no `body?` round trip. Not read for a
+   * session placed here before (its pin decides), nor for a large body (asked for when needed).
+   */
+  private firstTurn(req: RouteRequest): PromptChain | undefined {
+    const { policy, prefixAffinity } = this.config.routing;
+    const body = req.body;
+    if (policy !== 'affinity' || !prefixAffinity || body === undefined || body.length > FIRST_TURN_MAX_BYTES || this.placed.has(req.sessionId))
+      return undefined;
+    return bodyPromptChain(body);
+  }
+
+  private remember(sessionId: string): void {
+    if (this.placed.has(sessionId)) return;
+    if (this.placed.size >= PLACED_SESSIONS_KEPT) this.placed.delete(this.placed.values().next().value!);
+    this.placed.add(sessionId);
   }
 
   private replica(a: ReplicaAddress): Replica {

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { RouterConfigFields } from '../../config/router-config.js';
+import type { PromptChain } from '../affinity/prefix-hash.js';
 import type { RequestKeys, ResolvedSession } from '../affinity/session-id.js';
 import type { Refused } from './request-reader.js';
 import type { TerminationCause } from './exchange.js';
@@ -12,6 +13,16 @@ import type { RouteOutcome } from '../routing/routing.policy.js';
  * per worker (`n`); every request a worker takes sends exactly one `end`, after at most one
  * `route`.
  */
+
+/**
+ * Bodies up to this size have their first-turn prompt chain read in the worker. A larger one is
+ * sent when the primary asks for it: its session may be pinned already (by another worker), and
+ * parsing a large body for nothing costs more than the round trip.
+ */
+export const FIRST_TURN_MAX_BYTES = 64 * 1024;
+
+/** How many placed sessions a worker remembers, to leave out their prompt chain (oldest forgotten first). */
+export const PLACED_SESSIONS_KEPT = 65_536;
 
 /** What the primary needs of a request's head: the request log, the route label, warm copies. */
 export interface RequestHead {
@@ -71,9 +82,16 @@ export type FromWorker =
       readonly head: RequestHead;
       readonly arrived: number;
       readonly keys: RequestKeys;
-      /** The body routing may read (a first turn's prompt) or a warm copy sends; else asked for (`body?`) when needed. */
+      /** The bytes as received, sent only with `routing.warm_handoff` on: a warm copy replays them. */
       readonly body: Uint8Array | undefined;
+      /**
+       * The prompt chain of a session with an id that this worker has not seen placed, read from its
+       * decoded body (up to {@link FIRST_TURN_MAX_BYTES}): a first turn is placed by it without the
+       * primary asking for the body (`body?`), a round trip.
+       */
+      readonly firstTurn: PromptChain | undefined;
     }
+  /** The decoded body (what routing reads; the bytes as received may be compressed). */
   | { readonly t: 'body'; readonly n: number; readonly body: Uint8Array }
   | {
       readonly t: 'retry';

@@ -13,6 +13,8 @@ export interface RouteRequest {
   readonly model?: string;
   /** The buffered body of a request with an id: parsed for its prompt only on a first turn (no pin yet). */
   readonly body?: Buffer;
+  /** The same first turn's prompt chain when a worker process read it from the body (then `body` is not sent). */
+  readonly firstTurn?: PromptChain;
   /** With a shared store, a session-less conversation's replica as another router last chose it. */
   readonly holder?: string;
   /** With a shared store: publish the decision even when it keeps the pin (the local copy was stale). */

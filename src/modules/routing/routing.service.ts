@@ -136,10 +136,10 @@ export class RoutingService {
     const found = this.directory.touch(sessionId, now);
     const index = this.prefixes;
     let chain = prefix;
-    if (chain === undefined && found.status === 'none' && index !== undefined && req.body !== undefined) {
-      // The first turn of a session with an id (no pin yet, so nothing else decides): read its prompt now.
-      const c = bodyPromptChain(req.body);
-      if (c.blocks.length > 0) chain = c;
+    if (chain === undefined && found.status === 'none' && index !== undefined) {
+      // The first turn of a session with an id (no pin yet, so nothing else decides): its prompt, read now or by the worker that read it.
+      const c = req.firstTurn ?? (req.body === undefined ? undefined : bodyPromptChain(req.body));
+      if (c !== undefined && c.blocks.length > 0) chain = c;
     }
     const match = found.status === 'none' && chain !== undefined ? index?.match(chain.blocks) : undefined;
     // Session-less: the replica another router last chose for this conversation, else a local match
