@@ -26,11 +26,12 @@
  * Prints one line per pair and the medians, as a Markdown table on stdout.
  */
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { delimiter, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseBenchArgs, MAIN_ENTRY } from './bench-options.js';
+import { findTool } from './tools.js';
 import { runClosedLoop } from './load.js';
 import { startRouter, startSims, stopSims } from './processes.js';
 import type { BenchContext } from './scenario.js';
@@ -38,18 +39,6 @@ import { chatBodies } from './workload.js';
 
 const CHAT_PATH = '/v1/chat/completions';
 const CLK_TCK = 100;
-
-function onPath(name: string): string | null {
-  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
-    try {
-      accessSync(join(dir, name), constants.X_OK);
-      return join(dir, name);
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
 
 /** utime + stime of `pid`, in seconds. */
 function cpuSeconds(pid: number): number {
@@ -125,7 +114,7 @@ async function main(): Promise<void> {
   const tmpDir = mkdtempSync(join(tmpdir(), 'ar-ab-'));
   const ctx: BenchContext = {
     options: parseBenchArgs([]),
-    tools: { wrk: onPath('wrk'), nginx: null, haproxy: null },
+    tools: { wrk: findTool('wrk'), nginx: null, haproxy: null },
     tmpDir,
     log: (m) => process.stderr.write(`[ab ${new Date().toISOString().slice(11, 19)}] ${m}\n`),
   };

@@ -4,9 +4,9 @@
  * `results/<scenario>.json`, `charts/*.svg` and RESULTS.md (RESULTS.quick.md with --quick).
  * Exit code: 0 when every scenario ran (targets may still fail), 1 when one crashed, 2 on bad flags.
  */
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { BENCH_DIR, BenchArgsError, parseBenchArgs, type BenchOptions } from './bench-options.js';
 import { autoscaleScenario } from './scenario-autoscale.js';
 import { fixedLoadScenario } from './scenario-fixed-load.js';
@@ -22,6 +22,7 @@ import { throughputScenario } from './scenario-throughput.js';
 import { uploadsScenario } from './scenario-uploads.js';
 import { machineInfo, printScenario, tableText, targetsTable, writeReport, writeScenarioFiles, type RanScenario } from './report.js';
 import type { BenchContext, Scenario, ScenarioResult, ToolSet } from './scenario.js';
+import { findTool } from './tools.js';
 
 /** Every scenario, in run order. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -41,21 +42,6 @@ export const SCENARIOS: readonly Scenario[] = [
 
 /** Hand-written discussion appended to the report when present. */
 const ANALYSIS_FILE = join(BENCH_DIR, 'analysis.md');
-
-/** The executable `name` on PATH (plus the sbin folders, where nginx lives), or null. */
-export function findTool(name: string): string | null {
-  const dirs = [...(process.env['PATH'] ?? '').split(delimiter), '/usr/local/sbin', '/usr/sbin', '/sbin'];
-  for (const d of dirs) {
-    if (d === '') continue;
-    try {
-      accessSync(join(d, name), constants.X_OK);
-      return join(d, name);
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
 
 function failedResult(s: Scenario, err: unknown): ScenarioResult {
   const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
