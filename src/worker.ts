@@ -8,6 +8,7 @@ import { isModelList } from './modules/proxy/request-reader.js';
 import { WorkerPlane } from './modules/proxy/worker-plane.js';
 import { installTracing, processTracing, ROUTER_VERSION, startTracing } from './common/tracing/tracing.js';
 import { Batcher, type FromWorker, type ToWorker } from './modules/proxy/worker-protocol.js';
+import { fromWorkerWire, toWorkerMessage, type ToWorkerWire } from './modules/proxy/worker-wire.js';
 
 /**
  * A worker process (`--workers N`, docs/workers.md), forked by the primary: it
@@ -19,7 +20,7 @@ import { Batcher, type FromWorker, type ToWorker } from './modules/proxy/worker-
 function main(): void {
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => undefined);
   const out = new Batcher<FromWorker>((batch) => {
-    if (process.connected) process.send!(batch);
+    if (process.connected) process.send!(batch.map(fromWorkerWire));
   });
   const send = (m: FromWorker): void => out.push(m);
   let plane: WorkerPlane | undefined;
@@ -92,9 +93,9 @@ function main(): void {
     plane?.receive(m);
   };
   // Messages come one by one (a connection, with its handle) or in batches (everything else).
-  process.on('message', (m: ToWorker | ToWorker[], handle?: Socket) => {
+  process.on('message', (m: ToWorker | ToWorkerWire[], handle?: Socket) => {
     if (!Array.isArray(m)) return receive(m, handle);
-    for (const x of m) receive(x);
+    for (const x of m) receive(toWorkerMessage(x));
   });
   process.on('disconnect', () => {
     plane?.receive({ t: 'stopping' });

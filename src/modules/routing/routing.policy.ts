@@ -175,6 +175,12 @@ export function switched(reason: SwitchReason): RouteOutcome {
   return o;
 }
 
+/** The shared outcome of `kind` (and `reason`, for a switch): how a worker process's message names one. */
+export function outcomeNamed(kind: RouteOutcome['kind'], reason: RouteOutcome['reason']): RouteOutcome {
+  if (kind !== 'switch') return PLAIN[kind];
+  return reason === '' ? outcome(kind, reason) : switched(reason);
+}
+
 /** The value of the `X-Router-Affinity` header for a decision. */
 export function affinityHeader(d: Decision<RoutableView>): string {
   return outcomeOf(d).header;

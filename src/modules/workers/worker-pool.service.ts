@@ -11,6 +11,7 @@ import { ShutdownService } from '../lifecycle/shutdown.service.js';
 import { formatUrl } from '../registry/replica-endpoint.js';
 import { RemoteExchanges, type WorkerLink } from '../proxy/remote-exchanges.service.js';
 import { Batcher, type FromWorker, type ToWorker } from '../proxy/worker-protocol.js';
+import { fromWorkerMessage, toWorkerWire, type FromWorkerWire } from '../proxy/worker-wire.js';
 
 type Snapshot = MetricObjectWithValues<MetricValue<string>>[];
 
@@ -132,7 +133,7 @@ export class WorkerPool implements OnApplicationShutdown {
   private spawn(index: number): Promise<void> {
     const child = fork(new URL('../../worker.js', import.meta.url), [], { serialization: 'advanced', stdio: 'inherit' });
     const out = new Batcher<ToWorker>((batch) => {
-      if (child.connected) child.send(batch);
+      if (child.connected) child.send(batch.map(toWorkerWire));
     });
     const w: Worker = { index, child, out, startedAt: performance.now(), ready: false, lastMetrics: [], send: (m: ToWorker) => out.push(m) };
     this.workers[index] = w;
@@ -146,8 +147,8 @@ export class WorkerPool implements OnApplicationShutdown {
         if (m.t === 'metrics') return this.pendingScrapes.get(m.id)?.(m.metrics);
         this.remote.receive(w, m);
       };
-      child.on('message', (batch: FromWorker[]) => {
-        for (const m of batch) receive(m);
+      child.on('message', (batch: FromWorkerWire[]) => {
+        for (const m of batch) receive(fromWorkerMessage(m));
       });
       child.once('exit', (code, signal) => {
         resolve();
