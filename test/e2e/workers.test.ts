@@ -109,10 +109,18 @@ describe('--workers 2: worker processes relay /v1/ traffic, the primary owns rou
       // A stream relayed by a worker: its chunk gaps and its request reach the primary's /metrics once.
       const s = await simStream(`${router.url}/v1/chat/completions`, { body: chat('streamed', true, 5) });
       assert.equal(await s.done, 'end');
-      const text = (await simRequest(`${router.url}/metrics`)).body.toString();
+      const total = 2 * conversations + 3 * chains + 3;
+      // The stream's end reaches the primary one message after its client saw it: scraped until counted.
+      const text = await waitFor(
+        async () => {
+          const t = (await simRequest(`${router.url}/metrics`)).body.toString();
+          return sum(parseProm(t).samples, 'affinity_router_requests_total', { route: '/v1/chat/completions' }) >= total ? t : undefined;
+        },
+        10_000,
+        `${total} requests counted`,
+      );
       const { samples, problems } = parseProm(text);
       assert.deepEqual(problems, []);
-      const total = 2 * conversations + 3 * chains + 3;
       assert.equal(sum(samples, 'affinity_router_requests_total', { route: '/v1/chat/completions' }), total, 'each request counted once');
       assert.equal(sum(samples, 'affinity_router_requests_received_total'), sum(samples, 'affinity_router_requests_total'));
       assert.ok(sum(samples, 'affinity_router_stream_chunk_gap_seconds_count') >= 4, "the stream's gaps, observed in a worker, are in the primary's answer");
