@@ -4,8 +4,9 @@
  * keep-alive connection per target, the targets taking turns stream by stream so each sees the
  * same machine. Each stream is a new session (a first turn, placed by its prompt) unless
  * `--pinned`, which keeps one session per target (every stream after the first retains its pin).
+ * `--pipe` adds the plain Node pipe proxy (bench/node-proxy.ts) as a row.
  *
- *   node dist-test/bench/ab-first-byte.js --old ../old/dist-test/src/main.js [--workers 2] [--streams 60] [--pinned] [--one-process]
+ *   node dist-test/bench/ab-first-byte.js --old ../old/dist-test/src/main.js [--workers 2] [--streams 60] [--pinned] [--one-process] [--pipe]
  *
  * Prints the p50 and p90 time to first byte per target and what each adds over direct, as a
  * Markdown table on stdout.
@@ -17,6 +18,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MAIN_ENTRY, parseBenchArgs } from './bench-options.js';
 import { startRouter, startSims, stopSims } from './processes.js';
+import { startNodeProxy } from './reference-proxies.js';
 import type { BenchContext } from './scenario.js';
 import { summarize } from './stats.js';
 import { openStream } from './stream-client.js';
@@ -33,6 +35,7 @@ async function main(): Promise<void> {
       streams: { type: 'string' },
       pinned: { type: 'boolean' },
       'one-process': { type: 'boolean' },
+      pipe: { type: 'boolean' },
     },
   });
   if (values.old === undefined) throw new Error("--old <path of the other build's dist-test/src/main.js> is required");
@@ -49,11 +52,12 @@ async function main(): Promise<void> {
   };
   const sims = await startSims(2, ['--itl-ms', '50']);
   const flags = workers > 1 ? ['--workers', String(workers)] : [];
-  const routers = [
+  const routers: Array<{ name: string; router: { url: string; stop(): Promise<void> } }> = [
     { name: `old, ${workers} worker(s)`, router: await startRouter(ctx, sims, flags, [], {}, resolve(values.old)) },
     { name: `new, ${workers} worker(s)`, router: await startRouter(ctx, sims, flags, [], {}, MAIN_ENTRY) },
   ];
   if (values['one-process'] === true) routers.push({ name: 'new, one process', router: await startRouter(ctx, sims, [], [], {}, MAIN_ENTRY) });
+  if (values.pipe === true) routers.push({ name: 'node pipe', router: await startNodeProxy(sims.map((s) => s.port)) });
   const targets = [{ name: 'direct', url: `http://127.0.0.1:${sims[0].port}` }, ...routers.map((r) => ({ name: r.name, url: r.router.url }))];
   const agents = targets.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
   const ttfb: number[][] = targets.map(() => []);

@@ -128,9 +128,14 @@ describe('--workers 2: worker processes relay /v1/ traffic, the primary owns rou
       assert.equal((await a.stats()).requests + (await b.stats()).requests, total, 'the replicas saw each request once');
 
       // First turns of sessions with an id are placed where their prompt is cached, read from the
-      // decoded body: here gzip-encoded, over both workers' connections.
+      // decoded body: here gzip-encoded, over both workers' connections. The last two are over
+      // 64 KiB, so the worker does not read them: the primary asks for the body.
       const system = { role: 'system', content: 'You are the support agent of the Lighthouse Shipping Company. Policy follows. '.repeat(40) };
-      const ask = (n: number) => JSON.stringify({ model: 'sim-model', max_tokens: 2, messages: [system, { role: 'user', content: `customer ${n} asks` }] });
+      const ask = (n: number) => {
+        const question = n >= 5 ? `customer ${n} asks a long question. `.repeat(2_500) : `customer ${n} asks`;
+        return JSON.stringify({ model: 'sim-model', max_tokens: 2, messages: [system, { role: 'user', content: question }] });
+      };
+      assert.ok(Buffer.byteLength(ask(5)) > 64 * 1024 && Buffer.byteLength(ask(4)) < 64 * 1024);
       const [one, two] = [new http.Agent({ keepAlive: true, maxSockets: 1 }), new http.Agent({ keepAlive: true, maxSockets: 1 })];
       const seeded = await post(one, ask(0));
       assert.equal(seeded.headers['x-router-affinity'], 'initialize');
