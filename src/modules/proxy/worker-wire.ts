@@ -97,7 +97,9 @@ export function fromWorkerWire(m: FromWorker): FromWorkerWire {
     ];
   }
   if (m.t !== 'end') return m;
-  const { session: s, outcome: o, marks: k, ...r } = m.record;
+  const r = m.record;
+  const s = r.session;
+  const k = r.marks;
   return [
     'E',
     m.n,
@@ -106,8 +108,8 @@ export function fromWorkerWire(m: FromWorker): FromWorkerWire {
     s?.source,
     s?.replaced ?? false,
     r.model,
-    o.kind,
-    o.reason,
+    r.outcome.kind,
+    r.outcome.reason,
     r.status,
     r.cause,
     r.detail,
