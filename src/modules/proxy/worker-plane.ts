@@ -99,7 +99,7 @@ export class WorkerPlane extends ExchangeRelay {
       case 'body?': {
         // Decoded: routing reads the prompt, and the bytes as received may be compressed.
         const ex = this.asked.get(m.n);
-        const body = ex?.request?.body ?? ex?.body;
+        const body = ex?.request?.body;
         if (ex !== undefined && body !== undefined && !ex.closed) this.send({ t: 'body', n: m.n, body });
         return;
       }

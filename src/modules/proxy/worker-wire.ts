@@ -154,8 +154,30 @@ function routeOf(w: RouteWire): FromWorker {
 }
 
 function endOf(w: EndWire): FromWorker {
-  const [, n, head, sessionId, source, replaced, model, kind, reason, status, cause, detail, bytesIn, bytesOut, attempts, stream, ...marks] = w;
-  const [arrived, upstreamWritten, upstreamFirstByte, clientFirstByte, firstChunk, lastChunk] = marks;
+  const [
+    ,
+    n,
+    head,
+    sessionId,
+    source,
+    replaced,
+    model,
+    kind,
+    reason,
+    status,
+    cause,
+    detail,
+    bytesIn,
+    bytesOut,
+    attempts,
+    stream,
+    arrived,
+    upstreamWritten,
+    upstreamFirstByte,
+    clientFirstByte,
+    firstChunk,
+    lastChunk,
+  ] = w;
   const session = sessionId === undefined || source === undefined ? undefined : { id: sessionId, source, replaced };
   const outcome = outcomeNamed(kind, reason);
   const record = {
