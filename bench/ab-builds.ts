@@ -26,38 +26,17 @@
  * Prints one line per pair and the medians, as a Markdown table on stdout.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseBenchArgs, MAIN_ENTRY } from './bench-options.js';
-import { findTool } from './tools.js';
+import { MAIN_ENTRY } from './bench-options.js';
 import { runClosedLoop } from './load.js';
-import { startRouter, startSims, stopSims } from './processes.js';
-import type { BenchContext } from './scenario.js';
+import { cpuSeconds, processTree, startRouter, startSims, stopSims } from './processes.js';
+import { scriptContext } from './tools.js';
 import { chatBodies } from './workload.js';
 
 const CHAT_PATH = '/v1/chat/completions';
-const CLK_TCK = 100;
-
-/** utime + stime of `pid`, in seconds. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-}
-
-/** The processes a router is made of: its own, and its worker processes' (`--workers`). */
-function processTree(pid: number): number[] {
-  let children: number[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    // no /proc children file: the router alone
-  }
-  return [pid, ...children];
-}
-
 /** What the OpenAI Python SDK sends with each request besides the body and its type. */
 const SDK_HEADERS: Readonly<Record<string, string>> = {
   'User-Agent': 'OpenAI/Python 1.99.9',
@@ -111,13 +90,7 @@ async function main(): Promise<void> {
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers must be a whole number of at least 1, got ${values.workers}`);
   const flags = workers > 1 ? ['--workers', String(workers)] : [];
   const headers = values['sdk-headers'] === true ? SDK_HEADERS : {};
-  const tmpDir = mkdtempSync(join(tmpdir(), 'ar-ab-'));
-  const ctx: BenchContext = {
-    options: parseBenchArgs([]),
-    tools: { wrk: findTool('wrk'), nginx: null, haproxy: null },
-    tmpDir,
-    log: (m) => process.stderr.write(`[ab ${new Date().toISOString().slice(11, 19)}] ${m}\n`),
-  };
+  const ctx = scriptContext('ab', true);
   const cpus = availableParallelism();
   if (values.pin === true && cpus < 2) throw new Error(`--pin needs 2 or more CPUs, this process may use ${cpus}`);
   // Children inherit this process's CPUs (simulators, wrk, routers); each router is then moved.
@@ -169,7 +142,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await stopSims(sims);
-    rmSync(tmpDir, { recursive: true, force: true });
+    rmSync(ctx.tmpDir, { recursive: true, force: true });
   }
   // Without workers the primary is the router: its column would repeat the CPU column.
   const primary = workers > 1;

@@ -12,16 +12,15 @@
  * Markdown table on stdout.
  */
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { MAIN_ENTRY, parseBenchArgs } from './bench-options.js';
+import { MAIN_ENTRY } from './bench-options.js';
 import { startRouter, startSims, stopSims } from './processes.js';
 import { startNodeProxy } from './reference-proxies.js';
-import type { BenchContext } from './scenario.js';
 import { summarize } from './stats.js';
 import { openStream } from './stream-client.js';
+import { scriptContext } from './tools.js';
 import { CHAT_PATH, streamBody } from './workload.js';
 
 const WARMUP_STREAMS = 2;
@@ -43,13 +42,7 @@ async function main(): Promise<void> {
   if (!Number.isInteger(streams) || streams < 1) throw new Error(`--streams must be a whole number of at least 1, got ${values.streams}`);
   const workers = Number(values.workers ?? '2');
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers must be a whole number of at least 1, got ${values.workers}`);
-  const tmpDir = mkdtempSync(join(tmpdir(), 'ar-ab-ttfb-'));
-  const ctx: BenchContext = {
-    options: parseBenchArgs([]),
-    tools: { wrk: null, nginx: null, haproxy: null },
-    tmpDir,
-    log: (m) => process.stderr.write(`[ab ${new Date().toISOString().slice(11, 19)}] ${m}\n`),
-  };
+  const ctx = scriptContext('ab', false);
   const sims = await startSims(2, ['--itl-ms', '50']);
   const flags = workers > 1 ? ['--workers', String(workers)] : [];
   const routers: Array<{ name: string; router: { url: string; stop(): Promise<void> } }> = [
@@ -76,7 +69,7 @@ async function main(): Promise<void> {
     for (const a of agents) a.destroy();
     for (const r of routers) await r.router.stop();
     await stopSims(sims);
-    rmSync(tmpDir, { recursive: true, force: true });
+    rmSync(ctx.tmpDir, { recursive: true, force: true });
   }
   const direct = summarize(ttfb[0]);
   const lines = ['| target | streams | TTFB p50 ms | TTFB p90 ms | added p50 ms |', '| --- | --- | --- | --- | --- |'];

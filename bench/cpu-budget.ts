@@ -9,19 +9,14 @@
  *
  *   node dist-test/bench/cpu-budget.js [--rounds 2] [--seconds 8]
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { parseBenchArgs } from './bench-options.js';
 import { runClosedLoop } from './load.js';
-import { processTree, startRouter, startSims, stopSims } from './processes.js';
-import type { BenchContext } from './scenario.js';
-import { findTool } from './tools.js';
+import { cpuSeconds, processTree, startRouter, startSims, stopSims } from './processes.js';
+import { scriptContext } from './tools.js';
 import { chatBodies } from './workload.js';
 
-const CLK_TCK = 100;
 const CHAT_PATH = '/v1/chat/completions';
 
 /** Idle and total jiffies of all CPUs together. */
@@ -31,15 +26,7 @@ function machine(): { idle: number; total: number } {
 }
 
 /** utime + stime of `pids` together, in seconds. */
-function cpuSeconds(pids: readonly number[]): number {
-  let s = 0;
-  for (const pid of pids) {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    s += (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  }
-  return s;
-}
+const sumCpu = (pids: readonly number[]): number => pids.reduce((s, pid) => s + cpuSeconds(pid), 0);
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rounds: { type: 'string' }, seconds: { type: 'string' } } });
@@ -47,13 +34,7 @@ async function main(): Promise<void> {
   const seconds = Number(values.seconds ?? '8');
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, got ${values.rounds}`);
   if (!(seconds > 0)) throw new Error(`--seconds must be positive, got ${values.seconds}`);
-  const tmpDir = mkdtempSync(join(tmpdir(), 'ar-budget-'));
-  const ctx: BenchContext = {
-    options: parseBenchArgs([]),
-    tools: { wrk: findTool('wrk'), nginx: null, haproxy: null },
-    tmpDir,
-    log: (m) => process.stderr.write(`[budget ${new Date().toISOString().slice(11, 19)}] ${m}\n`),
-  };
+  const ctx = scriptContext('budget', true);
   const cores = availableParallelism();
   const bodies = chatBodies(500, 1024);
   const sims = await startSims(2, ['--ttft-base-ms', '0', '--itl-ms', '0', '--prefill-ms-per-token', '0']);
@@ -74,9 +55,9 @@ async function main(): Promise<void> {
           await runClosedLoop(ctx, { url, path: CHAT_PATH, connections: 32, durationS: 2, bodies });
           const pids = router === undefined ? [] : processTree(router.pid);
           const simPids = sims.map((s) => s.pid);
-          const [m0, r0, s0, t0] = [machine(), cpuSeconds(pids), cpuSeconds(simPids), performance.now()];
+          const [m0, r0, s0, t0] = [machine(), sumCpu(pids), sumCpu(simPids), performance.now()];
           const load = await runClosedLoop(ctx, { url, path: CHAT_PATH, connections: 32, durationS: seconds, bodies });
-          const [m1, r1, s1, wall] = [machine(), cpuSeconds(pids), cpuSeconds(simPids), (performance.now() - t0) / 1000];
+          const [m1, r1, s1, wall] = [machine(), sumCpu(pids), sumCpu(simPids), (performance.now() - t0) / 1000];
           const busy = cores * (1 - (m1.idle - m0.idle) / (m1.total - m0.total));
           const [rc, sc] = [(r1 - r0) / wall, (s1 - s0) / wall];
           lines.push(
@@ -89,7 +70,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await stopSims(sims);
-    rmSync(tmpDir, { recursive: true, force: true });
+    rmSync(ctx.tmpDir, { recursive: true, force: true });
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }

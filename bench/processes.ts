@@ -79,6 +79,13 @@ export function processTree(pid: number): number[] {
   return out;
 }
 
+/** utime + stime of `pid`, in seconds (Linux reports them in ticks of 1/100 s). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 /** Resident set size (MiB) and open file descriptors of a live process and its descendants, from /proc. */
 export function procStats(pid: number): { rssMiB: number; fds: number } {
   let rssMiB = 0;
